@@ -1,0 +1,16 @@
+// The ordered list of migrations, imported statically so they run the same from TypeScript or compiled JS.
+import type { Knex } from 'knex';
+import * as m001 from './001_accounts.js';
+
+interface Migration {
+  up(knex: Knex): Promise<void>;
+  down(knex: Knex): Promise<void>;
+}
+
+const migrations: [string, Migration][] = [['001_accounts', m001]];
+
+export const migrationSource: Knex.MigrationSource<string> = {
+  getMigrations: async () => migrations.map(([name]) => name),
+  getMigrationName: (name) => name,
+  getMigration: async (name) => migrations.find(([n]) => n === name)![1],
+};

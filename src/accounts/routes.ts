@@ -1,0 +1,297 @@
+// HTTP routes of area B: login/sessions, users, API tokens, redemption codes (one-api paths and envelope).
+import crypto from 'node:crypto';
+import { Router } from '@koa/router';
+import type { Context } from 'koa';
+import type { Platform } from '../platform.js';
+import { authorize, clientIp, forgetApiKey, loginLimits, SESSION_COOKIE, type Principal } from '../http/auth.js';
+import { envelope, envelopeList } from '../http/envelope.js';
+import { badRequest, forbidden, notFound, tooManyRequests, unauthorized } from '../http/errors.js';
+import { parse } from '../http/validate.js';
+import { randomAlnum, randomHex, sha256Hex } from '../secrets.js';
+import { burnVerification, hashPassword, verifyPassword } from './passwords.js';
+import * as schema from './schema.js';
+import { ROLE, USER_STATUS } from './schema.js';
+import * as store from './store.js';
+import { generateApiKey, isExhausted, isExpired, nowSeconds, publicToken } from './tokens.js';
+
+export function accountsRouter(p: Platform): Router {
+  const router = new Router();
+  const admin = async (ctx: Context) => authorize(ctx, p, ROLE.admin);
+  const user = async (ctx: Context) => authorize(ctx, p, ROLE.common);
+  const id = (ctx: Context) => parse(schema.idParam, ctx.params.id, { param: 'id' });
+
+  // ---- sessions ------------------------------------------------------------------------------
+
+  router.post('/api/user/login', async (ctx) => {
+    const { username, password } = parse(schema.loginBody, ctx.request.body ?? {});
+    const limiterKeys = loginLimits(ctx, p, username);
+    const wait = await p.loginLimiter.retryAfter(limiterKeys);
+    if (wait > 0) throw tooManyRequests(`Too many failed logins; try again in ${wait} s`, wait);
+    const row = await store.findUserByUsername(p.db, username);
+    const ok = row ? await verifyPassword(row.password_hash, password) : (await burnVerification(password), false);
+    if (!row || !ok) {
+      await p.loginLimiter.fail(limiterKeys);
+      throw unauthorized('Invalid username or password', { code: 'invalid_credentials' });
+    }
+    if (row.status !== USER_STATUS.enabled) throw forbidden('User is disabled', { code: 'user_disabled' });
+    await p.loginLimiter.reset(`user:${username.toLowerCase()}`);
+    const sid = crypto.randomBytes(32).toString('base64url');
+    const expiresAt = new Date(Date.now() + p.config.SESSION_TTL_HOURS * 3_600_000);
+    await store.createSession(p.db, { idHash: sha256Hex(sid), userId: row.id, expiresAt, ip: clientIp(ctx), userAgent: ctx.get('user-agent') });
+    ctx.cookies.set(SESSION_COOKIE, sid, { httpOnly: true, sameSite: 'lax', signed: true, secure: ctx.secure, expires: expiresAt, overwrite: true });
+    envelope(ctx, store.publicUser(row));
+  });
+
+  router.get('/api/user/logout', async (ctx) => {
+    const principal = await authorize(ctx, p).catch(() => null);
+    if (principal?.sessionHash) {
+      await store.deleteSession(p.db, principal.sessionHash);
+      p.authCache.delete(`session:${principal.sessionHash}`);
+    }
+    ctx.cookies.set(SESSION_COOKIE, null, { signed: true });
+    envelope(ctx);
+  });
+
+  // ---- the caller ----------------------------------------------------------------------------
+
+  router.get('/api/user/self', async (ctx) => {
+    const { user: me } = await user(ctx);
+    const row = await store.getUser(p.db, me.id);
+    if (!row) throw notFound('User not found');
+    envelope(ctx, store.publicUser(row));
+  });
+
+  router.put('/api/user/self', async (ctx) => {
+    const principal = await user(ctx);
+    const body = parse(schema.updateSelfBody, ctx.request.body ?? {});
+    const row = (await store.getUser(p.db, principal.user.id))!;
+    const patch: Parameters<typeof store.updateUser>[2] = {};
+    if (body.display_name !== undefined) patch.display_name = body.display_name;
+    if (body.email !== undefined) patch.email = body.email || null;
+    if (body.password !== undefined) {
+      if (!body.original_password || !(await verifyPassword(row.password_hash, body.original_password))) {
+        throw badRequest('original_password: the current password is required to set a new one', { param: 'original_password' });
+      }
+      patch.password_hash = await hashPassword(body.password);
+    }
+    const updated = await store.updateUser(p.db, row.id, patch);
+    envelope(ctx, store.publicUser(updated!));
+  });
+
+  /** Makes (and rotates) the caller's system access token for scripts; shown only here. */
+  router.get('/api/user/token', async (ctx) => {
+    const { user: me } = await user(ctx);
+    const token = randomAlnum(32);
+    await store.setAccessTokenHash(p.db, me.id, sha256Hex(token));
+    p.authCache.clear();
+    envelope(ctx, token);
+  });
+
+  router.post('/api/user/topup', async (ctx) => {
+    const { user: me } = await user(ctx);
+    const { key } = parse(schema.topupBody, ctx.request.body ?? {});
+    const outcome = await store.redeemCode(p.db, key, me.id);
+    if (!outcome.ok) {
+      const message = {
+        unknown: 'Invalid redemption code',
+        used: 'This redemption code has already been used',
+        disabled: 'This redemption code is disabled',
+      }[outcome.reason];
+      throw badRequest(message, { code: `redemption_${outcome.reason}` });
+    }
+    envelope(ctx, outcome.quota);
+  });
+
+  // ---- users (admin) -------------------------------------------------------------------------
+
+  router.get('/api/user/', listUsers);
+  router.get('/api/user/search', listUsers);
+  async function listUsers(ctx: Context) {
+    await admin(ctx);
+    const q = parse(schema.pageQuery, ctx.query);
+    const { rows, total } = await store.listUsers(p.db, { offset: q.p * q.page_size, limit: q.page_size, keyword: q.keyword });
+    envelopeList(ctx, rows.map(store.publicUser), total);
+  }
+
+  router.post('/api/user/', async (ctx) => {
+    const principal = await admin(ctx);
+    const body = parse(schema.createUserBody, ctx.request.body ?? {});
+    if (body.role >= principal.user.role) {
+      throw forbidden('Cannot create a user with a role equal to or above your own', { code: 'role_too_high' });
+    }
+    const row = await store.createUser(p.db, body, await hashPassword(body.password));
+    envelope(ctx, store.publicUser(row), 201);
+  });
+
+  router.get('/api/user/:id', async (ctx) => {
+    const principal = await admin(ctx);
+    const target = await visibleUser(principal, id(ctx));
+    envelope(ctx, store.publicUser(target));
+  });
+
+  const updateUser = async (ctx: Context, targetId: number | undefined) => {
+    const principal = await admin(ctx);
+    const body = parse(schema.updateUserBody, ctx.request.body ?? {});
+    const userId = targetId ?? body.id;
+    if (!userId) throw badRequest('id: is required', { param: 'id' });
+    if (userId === principal.user.id) throw forbidden('Use PUT /api/user/self to change your own account', { code: 'self_update' });
+    const target = await visibleUser(principal, userId);
+    if (target.role >= principal.user.role) throw forbidden('Cannot change a user whose role is equal to or above your own', { code: 'role_too_high' });
+    if (body.role !== undefined && body.role >= principal.user.role) {
+      throw forbidden('Cannot give a role equal to or above your own', { code: 'role_too_high' });
+    }
+    const patch: Parameters<typeof store.updateUser>[2] = {};
+    if (body.username !== undefined) patch.username = body.username;
+    if (body.display_name !== undefined) patch.display_name = body.display_name;
+    if (body.email !== undefined) patch.email = body.email || null;
+    if (body.role !== undefined) patch.role = body.role;
+    if (body.quota !== undefined) patch.quota = body.quota;
+    if (body.status !== undefined) patch.status = body.status;
+    if (body.password) patch.password_hash = await hashPassword(body.password);
+    const updated = await p.db.transaction(async (trx) => {
+      const row = await store.updateUser(trx, userId, patch);
+      // A new password or a disabled account ends the user's sessions.
+      if (patch.password_hash || patch.status === USER_STATUS.disabled) await trx('sessions').where({ user_id: userId }).delete();
+      return row;
+    });
+    p.authCache.clear();
+    envelope(ctx, store.publicUser(updated!));
+  };
+  router.put('/api/user/', (ctx) => updateUser(ctx, undefined));
+  router.put('/api/user/:id', (ctx) => updateUser(ctx, id(ctx)));
+
+  router.delete('/api/user/:id', async (ctx) => {
+    const principal = await admin(ctx);
+    const target = await visibleUser(principal, id(ctx));
+    if (target.id === principal.user.id) throw forbidden('You cannot delete yourself', { code: 'self_delete' });
+    if (target.role >= principal.user.role) throw forbidden('Cannot delete a user whose role is equal to or above your own', { code: 'role_too_high' });
+    await store.deleteUser(p.db, target.id);
+    p.authCache.clear();
+    envelope(ctx);
+  });
+
+  /** Admins see users below their role (and themselves); root sees everyone. */
+  async function visibleUser(principal: Principal, userId: number) {
+    const target = await store.getUser(p.db, userId);
+    if (!target) throw notFound('User not found');
+    const mayView = principal.user.role >= ROLE.root || target.id === principal.user.id || target.role < principal.user.role;
+    if (!mayView) throw forbidden('Cannot view a user whose role is equal to or above your own', { code: 'role_too_high' });
+    return target;
+  }
+
+  // ---- API tokens (owner only) ---------------------------------------------------------------
+
+  router.get('/api/token/', listTokens);
+  router.get('/api/token/search', listTokens);
+  async function listTokens(ctx: Context) {
+    const { user: me } = await user(ctx);
+    const q = parse(schema.pageQuery, ctx.query);
+    const { rows, total } = await store.listTokens(p.db, me.id, { offset: q.p * q.page_size, limit: q.page_size, keyword: q.keyword });
+    envelopeList(ctx, rows.map((t) => publicToken(t)), total);
+  }
+
+  router.post('/api/token/', async (ctx) => {
+    const { user: me } = await user(ctx);
+    const body = parse(schema.createTokenBody, ctx.request.body ?? {});
+    if (body.expired_time !== -1 && body.expired_time <= nowSeconds()) {
+      throw badRequest('expired_time: is in the past (use -1 for a token that never expires)', { param: 'expired_time' });
+    }
+    const { key, hash, hint } = generateApiKey();
+    const row = await store.createToken(p.db, me.id, body, hash, hint);
+    // The whole key, once: only its hash is kept.
+    envelope(ctx, publicToken(row, key), 201);
+  });
+
+  router.get('/api/token/:id', async (ctx) => {
+    const { user: me } = await user(ctx);
+    const row = await store.getToken(p.db, me.id, id(ctx));
+    if (!row) throw notFound('Token not found');
+    envelope(ctx, publicToken(row));
+  });
+
+  const updateToken = async (ctx: Context, tokenId: number | undefined) => {
+    const { user: me } = await user(ctx);
+    const raw = (ctx.request.body ?? {}) as Record<string, unknown>;
+    const body = parse(schema.updateTokenBody, { ...raw, id: tokenId ?? raw.id });
+    const current = await store.getToken(p.db, me.id, body.id);
+    if (!current) throw notFound('Token not found');
+    const statusOnly = ['1', 'true'].includes(String(ctx.query.status_only ?? ''));
+    const { id: _id, ...fields } = body;
+    const patch: Partial<Omit<schema.UpdateTokenInput, 'id'>> = compact(statusOnly ? { status: body.status } : fields);
+    if (patch.expired_time !== undefined && patch.expired_time !== -1 && patch.expired_time <= nowSeconds()) {
+      throw badRequest('expired_time: is in the past (use -1 for a token that never expires)', { param: 'expired_time' });
+    }
+    const next = { ...current, ...patch } as typeof current;
+    if (patch.status === 1 && current.status !== 1) {
+      if (isExpired(next)) throw badRequest('This token has expired; extend expired_time before enabling it', { code: 'token_expired' });
+      if (isExhausted(next)) throw badRequest('This token has no quota left; raise remain_quota or set unlimited_quota before enabling it', { code: 'token_exhausted' });
+    }
+    const row = await store.updateToken(p.db, me.id, body.id, patch);
+    forgetApiKey(p, current.key_hash);
+    envelope(ctx, publicToken(row!));
+  };
+  router.put('/api/token/', (ctx) => updateToken(ctx, undefined));
+  router.put('/api/token/:id', (ctx) => updateToken(ctx, id(ctx)));
+
+  router.delete('/api/token/:id', async (ctx) => {
+    const { user: me } = await user(ctx);
+    const row = await store.getToken(p.db, me.id, id(ctx));
+    if (!row) throw notFound('Token not found');
+    await store.deleteToken(p.db, me.id, row.id);
+    forgetApiKey(p, row.key_hash);
+    envelope(ctx);
+  });
+
+  // ---- redemption codes (admin) --------------------------------------------------------------
+
+  router.get('/api/redemption/', listRedemptions);
+  router.get('/api/redemption/search', listRedemptions);
+  async function listRedemptions(ctx: Context) {
+    await admin(ctx);
+    const q = parse(schema.pageQuery, ctx.query);
+    const { rows, total } = await store.listRedemptions(p.db, { offset: q.p * q.page_size, limit: q.page_size, keyword: q.keyword });
+    envelopeList(ctx, rows, total);
+  }
+
+  router.post('/api/redemption/', async (ctx) => {
+    const principal = await admin(ctx);
+    const body = parse(schema.createRedemptionBody, ctx.request.body ?? {});
+    const keys = Array.from({ length: body.count }, () => randomHex(16));
+    const rows = await store.createRedemptions(p.db, principal.user.id, body.name, body.quota, keys);
+    envelope(ctx, rows.map((r) => r.key), 201);
+  });
+
+  router.get('/api/redemption/:id', async (ctx) => {
+    await admin(ctx);
+    const row = await store.getRedemption(p.db, id(ctx));
+    if (!row) throw notFound('Redemption code not found');
+    envelope(ctx, row);
+  });
+
+  router.put('/api/redemption/', async (ctx) => {
+    await admin(ctx);
+    const body = parse(schema.updateRedemptionBody, ctx.request.body ?? {});
+    const current = await store.getRedemption(p.db, body.id);
+    if (!current) throw notFound('Redemption code not found');
+    if (current.status === schema.REDEMPTION_STATUS.used) throw badRequest('This redemption code has already been used', { code: 'redemption_used' });
+    const statusOnly = ['1', 'true'].includes(String(ctx.query.status_only ?? ''));
+    const { id: _id, ...fields } = body;
+    const patch = compact(statusOnly ? { status: body.status } : fields);
+    const row = Object.keys(patch).length ? await store.updateRedemption(p.db, body.id, patch) : current;
+    envelope(ctx, row);
+  });
+
+  router.delete('/api/redemption/:id', async (ctx) => {
+    await admin(ctx);
+    const deleted = await store.deleteRedemption(p.db, id(ctx));
+    if (!deleted) throw notFound('Redemption code not found');
+    envelope(ctx);
+  });
+
+  return router;
+}
+
+/** Drops undefined fields, so a partial update touches only what was sent. */
+function compact<T extends object>(o: T): Partial<T> {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
+}

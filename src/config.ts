@@ -1,0 +1,112 @@
+// Every setting, read from the environment and validated once; a bad value names its variable.
+import path from 'node:path';
+import { z } from 'zod';
+
+const int = (def: number, min: number, max = Number.MAX_SAFE_INTEGER) =>
+  z.coerce.number().int().min(min).max(max).default(def);
+
+const bool = (def: boolean) =>
+  z
+    .enum(['true', 'false', '1', '0', 'yes', 'no', 'on', 'off'])
+    .default(def ? 'true' : 'false')
+    .transform((v) => ['true', '1', 'yes', 'on'].includes(v));
+
+const optionalString = z
+  .string()
+  .optional()
+  .transform((v) => (v === undefined || v.trim() === '' ? undefined : v));
+
+const QUEUE_NAMES = ['content', 'embeddings', 'mail'] as const;
+
+const envSchema = z.object({
+  NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
+  PORT: int(3000, 0, 65535),
+  HOST: z.string().min(1).default('0.0.0.0'),
+  DATA_DIR: z.string().min(1).default('./data'),
+  DATABASE_URL: optionalString.pipe(
+    z
+      .string()
+      .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// or postgresql:// URL')
+      .optional(),
+  ),
+  DATABASE_POOL_MAX: int(10, 1, 200),
+  REDIS_URL: z
+    .string()
+    .regex(/^rediss?:\/\//, 'must be a redis:// or rediss:// URL')
+    .default('redis://127.0.0.1:6379'),
+  REDIS_AUTOSTART: bool(true),
+  QUEUE_PREFIX: z
+    .string()
+    .min(1)
+    .regex(/^[^:\s]+$/, 'must not contain ":" or spaces')
+    .default('{switchyard}'),
+  ROOT_PASSWORD: optionalString.pipe(z.string().min(8, 'must be at least 8 characters').max(128).optional()),
+  SECRET_KEY: optionalString.pipe(z.string().min(32, 'must be at least 32 characters').optional()),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  SYNC_WAIT_MS: int(30_000, 0, 600_000),
+  SHUTDOWN_TIMEOUT_MS: int(10_000, 100, 600_000),
+  BODY_LIMIT_BYTES: int(10 * 1024 * 1024, 1024, 512 * 1024 * 1024),
+  TRUST_PROXY: bool(false),
+  ALLOWED_ORIGINS: optionalString.transform((v) =>
+    v ? v.split(',').map((s) => s.trim()).filter(Boolean) : [],
+  ),
+  SESSION_TTL_HOURS: int(24 * 7, 1, 24 * 365),
+  LOGIN_MAX_FAILURES: int(10, 1, 1000),
+  LOGIN_MAX_FAILURES_PER_IP: int(10, 1, 100_000),
+  LOGIN_WINDOW_SECONDS: int(15 * 60, 1, 86_400),
+  AUTH_CACHE_MS: int(2_000, 0, 60_000),
+  WORKER_QUEUES: z
+    .string()
+    .default('all')
+    .transform((v, ctx) => {
+      const list = v.split(',').map((s) => s.trim()).filter(Boolean);
+      if (list.length === 0 || (list.length === 1 && list[0] === 'all')) return [...QUEUE_NAMES];
+      for (const q of list) {
+        if (!(QUEUE_NAMES as readonly string[]).includes(q)) {
+          ctx.addIssue({ code: 'custom', message: `unknown queue "${q}" (known: ${QUEUE_NAMES.join(', ')}, or all)` });
+          return z.NEVER;
+        }
+      }
+      return [...new Set(list)] as (typeof QUEUE_NAMES)[number][];
+    }),
+  CONTENT_CONCURRENCY: int(4, 1, 1000),
+  EMBEDDINGS_CONCURRENCY: int(4, 1, 1000),
+  MAIL_CONCURRENCY: int(32, 1, 1000),
+  JOB_ATTEMPTS: int(5, 1, 100),
+  JOB_BACKOFF_MS: int(1_000, 0, 3_600_000),
+  JOB_LOCK_MS: int(30_000, 1_000, 600_000),
+  JOB_STALLED_INTERVAL_MS: int(30_000, 1_000, 600_000),
+  JOB_KEEP_COMPLETED_SECONDS: int(3_600, 0, 30 * 86_400),
+  JOB_KEEP_COMPLETED_COUNT: int(1_000, 0, 1_000_000),
+  JOB_KEEP_FAILED_SECONDS: int(7 * 86_400, 0, 90 * 86_400),
+  JOB_KEEP_FAILED_COUNT: int(10_000, 0, 1_000_000),
+  MS_TOKEN_URL: z
+    .string()
+    .url()
+    .default('https://login.microsoftonline.com/consumers/oauth2/v2.0/token'),
+  MAIL_TIMEOUT_MS: int(30_000, 1_000, 600_000),
+  UPSTREAM_TIMEOUT_MS: int(30_000, 100, 600_000),
+});
+
+export type Config = Readonly<
+  Omit<z.infer<typeof envSchema>, 'DATA_DIR'> & {
+    DATA_DIR: string;
+    /** true when DATABASE_URL is unset: the embedded PGlite database is used. */
+    embeddedDb: boolean;
+  }
+>;
+export type QueueName = (typeof QUEUE_NAMES)[number];
+export const queueNames: readonly QueueName[] = QUEUE_NAMES;
+
+export class ConfigError extends Error {}
+
+/** Parses an environment (process.env by default). Throws ConfigError naming every bad variable. */
+export function parseConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const result = envSchema.safeParse(env);
+  if (!result.success) {
+    const lines = result.error.issues.map((i) => `${String(i.path[0] ?? '?')}: ${i.message}`);
+    throw new ConfigError(`invalid configuration: ${lines.join('; ')}`);
+  }
+  const c = result.data;
+  return Object.freeze({ ...c, DATA_DIR: path.resolve(c.DATA_DIR), embeddedDb: !c.DATABASE_URL });
+}

@@ -1,0 +1,89 @@
+// Knex factory: pg when DATABASE_URL is set, embedded PGlite under DATA_DIR otherwise; migrations for both.
+import fs from 'node:fs';
+import path from 'node:path';
+import knexFactory, { type Knex } from 'knex';
+import pg from 'pg';
+import type { Config } from './config.js';
+import { migrationSource } from '../migrations/index.js';
+
+export type Db = Knex;
+
+// Return BIGINT (int8) columns as JS numbers: quotas and counters stay far below 2^53.
+pg.types.setTypeParser(pg.types.builtins.INT8, (v) => Number(v));
+// NUMERIC as numbers too (scores are small decimals).
+pg.types.setTypeParser(pg.types.builtins.NUMERIC, (v) => Number(v));
+
+export async function createDb(config: Config): Promise<Db> {
+  if (config.DATABASE_URL) {
+    return knexFactory({
+      client: 'pg',
+      connection: {
+        connectionString: config.DATABASE_URL,
+        connectionTimeoutMillis: 2_000,
+        statement_timeout: 30_000,
+        application_name: 'switchyard',
+      },
+      pool: { min: 0, max: config.DATABASE_POOL_MAX, idleTimeoutMillis: 30_000 },
+      acquireConnectionTimeout: 5_000,
+    });
+  }
+  // PGlite runs inside this process; its module (and WASM) is loaded only when used.
+  const [{ PGlite }, { pg_trgm }, { default: ClientPGLite }] = await Promise.all([
+    import('@electric-sql/pglite'),
+    import('@electric-sql/pglite/contrib/pg_trgm'),
+    import('knex-pglite'),
+  ]);
+  const dir = path.join(config.DATA_DIR, 'pgdata');
+  fs.mkdirSync(dir, { recursive: true });
+  const pglite = await PGlite.create(dir, {
+    extensions: { pg_trgm },
+    // Same value types as node-postgres above: int8 and numeric as numbers.
+    parsers: { 20: (v: string) => Number(v), 1700: (v: string) => Number(v) },
+  });
+  return knexFactory({ client: ClientPGLite as unknown as typeof knexFactory.Client, connection: { pglite } as never });
+}
+
+export function isEmbedded(db: Db): boolean {
+  return (db.client.config as { client?: unknown }).client !== 'pg';
+}
+
+const MIGRATION_LOCK_KEY = 0x5377_5944; // "SwYD": one advisory lock for every Switchyard migrator
+
+/**
+ * Runs pending migrations. Concurrent starts against one Postgres serialise on an advisory lock
+ * (knex's own lock table fails the loser instead of waiting, and races on first creation).
+ */
+export async function migrateLatest(db: Db): Promise<string[]> {
+  const run = async () => {
+    const [, done] = (await db.migrate.latest({ migrationSource })) as [number, string[]];
+    return done;
+  };
+  if (isEmbedded(db)) return run();
+  const conn = await db.client.acquireConnection();
+  try {
+    await conn.query('select pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
+    return await run();
+  } finally {
+    await conn.query('select pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY]).catch(() => {});
+    await db.client.releaseConnection(conn);
+  }
+}
+
+export async function migrateRollbackAll(db: Db): Promise<void> {
+  await db.migrate.rollback({ migrationSource }, true);
+}
+
+/** Postgres and PGlite errors that mean "the database is not reachable right now". */
+export function isDbUnavailable(err: unknown): boolean {
+  const e = err as { code?: string; message?: string; name?: string } | null;
+  if (!e) return false;
+  const code = e.code ?? '';
+  if (['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', '57P01', '57P02', '57P03', '08000', '08003', '08006', '08001', '08004', '53300'].includes(code)) {
+    return true;
+  }
+  const msg = e.message ?? '';
+  return (
+    e.name === 'KnexTimeoutError' ||
+    /Connection terminated|connection timeout|Client has encountered a connection error|terminating connection|the database system is (starting up|shutting down)|Timeout acquiring a connection/i.test(msg)
+  );
+}

@@ -1,0 +1,16 @@
+// The one validation helper: parse with zod, or throw a 400 that names the field at fault.
+import type { z } from 'zod';
+import { badRequest, type AppErrorOptions } from './errors.js';
+
+export function describeIssue(issue: z.core.$ZodIssue): string {
+  const field = issue.path.map(String).join('.');
+  return field ? `${field}: ${issue.message}` : issue.message;
+}
+
+export function parse<S extends z.ZodType>(schema: S, input: unknown, opts?: AppErrorOptions): z.output<S> {
+  const result = schema.safeParse(input);
+  if (result.success) return result.data;
+  const issue = result.error.issues[0]!;
+  const param = issue.path.length ? issue.path.map(String).join('.') : null;
+  throw badRequest(describeIssue(issue), { param, ...opts });
+}

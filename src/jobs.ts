@@ -1,0 +1,289 @@
+// Job types declared once (queue, name, payload schema, options) and the client the API uses to run them.
+import { Queue, QueueEvents, type Job, type JobsOptions } from 'bullmq';
+import { v7 as uuidv7 } from 'uuid';
+import type { z } from 'zod';
+import type { Config, QueueName } from './config.js';
+import { queueNames } from './config.js';
+import type { Logger } from './log.js';
+import type { Redis } from './redis.js';
+import { createRedis, withTimeout } from './redis.js';
+import { AppError, serviceUnavailable, toAppError } from './http/errors.js';
+
+export interface JobDefinition<N extends string = string, S extends z.ZodType = z.ZodType, R = unknown> {
+  name: N;
+  queue: QueueName;
+  payload: S;
+  /** Overrides of the platform defaults (attempts, backoff, retention). */
+  options?: JobsOptions;
+  /** Type-only: what the processor returns. */
+  readonly __result?: R;
+}
+
+/** Declares a job type. `defineJob<Result>()({ name, queue, payload })`. */
+export const defineJob =
+  <R>() =>
+  <const N extends string, S extends z.ZodType>(def: { name: N; queue: QueueName; payload: S; options?: JobsOptions }) =>
+    def as JobDefinition<N, S, R>;
+
+/**
+ * The registry of every job type. Producers (the API) enqueue by name, type-checked against the
+ * payload schema; workers must register exactly one processor per name.
+ */
+export const jobDefinitions = {} satisfies Record<string, JobDefinition>;
+
+export type JobRegistry = typeof jobDefinitions;
+export type JobName = keyof JobRegistry & string;
+export type PayloadOf<N extends JobName> = z.input<JobRegistry[N]['payload']>;
+export type ParsedPayloadOf<N extends JobName> = z.output<JobRegistry[N]['payload']>;
+export type ResultOf<N extends JobName> = NonNullable<JobRegistry[N]['__result']>;
+
+/** What travels in Redis: the payload and who asked for it. */
+export interface JobEnvelope<P = unknown> {
+  owner: number | null;
+  requestId?: string;
+  payload: P;
+}
+
+export type JobState = 'waiting' | 'active' | 'delayed' | 'completed' | 'failed';
+
+export interface JobView {
+  id: string;
+  queue: QueueName;
+  name: string;
+  state: JobState;
+  progress: unknown;
+  result: unknown;
+  error: { status: number; message: string; code?: string } | null;
+  attempts: number;
+  createdAt: string;
+  processedAt: string | null;
+  finishedAt: string | null;
+}
+
+export type JobEvent =
+  | { type: 'progress'; data: unknown }
+  | { type: 'completed'; result: unknown }
+  | { type: 'failed'; error: AppError };
+
+const APP_ERROR_MARK = 'APPERR ';
+
+/** Failure reasons carry the AppError as JSON so the API can answer with its status and message. */
+export function encodeFailure(err: AppError): string {
+  return APP_ERROR_MARK + JSON.stringify(err.toJSON());
+}
+
+export function decodeFailure(reason: string | undefined): AppError {
+  if (reason?.startsWith(APP_ERROR_MARK)) {
+    try {
+      return AppError.fromJSON(JSON.parse(reason.slice(APP_ERROR_MARK.length)));
+    } catch {
+      // fall through
+    }
+  }
+  return new AppError(500, 'Job failed', { code: 'job_failed' });
+}
+
+export function queueOfJobId(id: string): QueueName | undefined {
+  const q = id.slice(0, id.indexOf('-'));
+  return (queueNames as readonly string[]).includes(q) ? (q as QueueName) : undefined;
+}
+
+export function defaultJobOptions(config: Config): JobsOptions {
+  return {
+    attempts: config.JOB_ATTEMPTS,
+    backoff: { type: 'exponential', delay: config.JOB_BACKOFF_MS, jitter: 0.5 },
+    removeOnComplete: { age: config.JOB_KEEP_COMPLETED_SECONDS, count: config.JOB_KEEP_COMPLETED_COUNT },
+    removeOnFail: { age: config.JOB_KEEP_FAILED_SECONDS, count: config.JOB_KEEP_FAILED_COUNT },
+  };
+}
+
+const STATE_MAP: Record<string, JobState> = {
+  waiting: 'waiting',
+  prioritized: 'waiting',
+  'waiting-children': 'waiting',
+  active: 'active',
+  delayed: 'delayed',
+  completed: 'completed',
+  failed: 'failed',
+};
+
+/**
+ * The API side of the job platform: one Queue and one QueueEvents per queue, created once, and a
+ * table of pending waits keyed by job id that the QueueEvents streams resolve.
+ */
+export class JobClient {
+  readonly queues = new Map<QueueName, Queue>();
+  private readonly events = new Map<QueueName, QueueEvents>();
+  private readonly listeners = new Map<string, Set<(e: JobEvent) => void>>();
+  private eventsRedis?: Redis;
+
+  constructor(
+    private readonly config: Config,
+    private readonly producer: Redis,
+    private readonly log: Logger,
+  ) {
+    for (const name of queueNames) {
+      const queue = new Queue(name, {
+        connection: producer,
+        prefix: config.QUEUE_PREFIX,
+        defaultJobOptions: defaultJobOptions(config),
+        skipWaitingForReady: true,
+      });
+      queue.on('error', (err) => log.warn({ err, queue: name }, 'queue error'));
+      this.queues.set(name, queue);
+    }
+  }
+
+  /** Starts listening for job events (API processes only). */
+  async listen(): Promise<void> {
+    if (this.events.size) return;
+    this.eventsRedis = createRedis(this.config.REDIS_URL, 'worker', 'events');
+    const ready: Promise<unknown>[] = [];
+    for (const name of queueNames) {
+      const qe = new QueueEvents(name, { connection: this.eventsRedis, prefix: this.config.QUEUE_PREFIX });
+      qe.on('error', (err) => this.log.warn({ err, queue: name }, 'queue events error'));
+      qe.on('completed', ({ jobId, returnvalue }) => this.emit(jobId, { type: 'completed', result: returnvalue }));
+      qe.on('failed', ({ jobId, failedReason }) => this.emit(jobId, { type: 'failed', error: decodeFailure(failedReason) }));
+      qe.on('progress', ({ jobId, data }) => this.emit(jobId, { type: 'progress', data }));
+      this.events.set(name, qe);
+      ready.push(qe.waitUntilReady());
+    }
+    await Promise.all(ready);
+  }
+
+  private emit(jobId: string, event: JobEvent) {
+    const set = this.listeners.get(jobId);
+    if (!set) return;
+    for (const fn of [...set]) fn(event);
+  }
+
+  /** Receives a job's progress and final events; returns the unsubscribe function. */
+  subscribe(jobId: string, fn: (e: JobEvent) => void): () => void {
+    let set = this.listeners.get(jobId);
+    if (!set) this.listeners.set(jobId, (set = new Set()));
+    set.add(fn);
+    return () => {
+      set!.delete(fn);
+      if (set!.size === 0) this.listeners.delete(jobId);
+    };
+  }
+
+  /** Adds a job. Fails fast (503) when Redis is not reachable. */
+  async enqueue<N extends JobName>(
+    name: N,
+    payload: PayloadOf<N>,
+    meta: { owner: number | null; requestId?: string; jobId?: string; options?: JobsOptions },
+  ): Promise<string> {
+    const def = jobDefinitions[name] as JobDefinition;
+    const id = meta.jobId ?? `${def.queue}-${uuidv7()}`;
+    const queue = this.queues.get(def.queue)!;
+    const data: JobEnvelope = { owner: meta.owner, requestId: meta.requestId, payload };
+    try {
+      await withTimeout(queue.add(name, data, { ...def.options, ...meta.options, jobId: id }), 2_000);
+    } catch (err) {
+      this.log.warn({ err, job: name }, 'enqueue failed');
+      throw serviceUnavailable('Queue unavailable (Redis is not reachable), try again shortly', { code: 'queue_unavailable' });
+    }
+    return id;
+  }
+
+  /**
+   * Waits up to `ms` for a job to finish. Resolves {done:true,result} or rejects with the job's
+   * AppError; resolves {done:false} when the time runs out. Subscribe before enqueueing (see run()).
+   */
+  waitFor(jobId: string, ms: number): { promise: Promise<{ done: true; result: unknown } | { done: false }>; cancel: () => void } {
+    let unsubscribe = () => {};
+    let timer: NodeJS.Timeout | undefined;
+    const promise = new Promise<{ done: true; result: unknown } | { done: false }>((resolve, reject) => {
+      unsubscribe = this.subscribe(jobId, (e) => {
+        if (e.type === 'progress') return;
+        clearTimeout(timer);
+        unsubscribe();
+        if (e.type === 'completed') resolve({ done: true, result: e.result });
+        else reject(e.error);
+      });
+      timer = setTimeout(() => {
+        unsubscribe();
+        // The events stream is capped; if we missed the event, the job itself still knows.
+        this.finalState(jobId).then(
+          (final) => {
+            if (!final) resolve({ done: false });
+            else if (final.type === 'completed') resolve({ done: true, result: final.result });
+            else reject(final.error);
+          },
+          () => resolve({ done: false }),
+        );
+      }, ms);
+    });
+    return { promise, cancel: () => { clearTimeout(timer); unsubscribe(); } };
+  }
+
+  /** Enqueue and wait: the one helper job-backed endpoints use. */
+  async run<N extends JobName>(
+    name: N,
+    payload: PayloadOf<N>,
+    meta: { owner: number | null; requestId?: string; waitMs: number; options?: JobsOptions },
+  ): Promise<{ jobId: string; done: true; result: ResultOf<N> } | { jobId: string; done: false }> {
+    const def = jobDefinitions[name] as JobDefinition;
+    const jobId = `${def.queue}-${uuidv7()}`;
+    if (meta.waitMs <= 0) {
+      await this.enqueue(name, payload, { ...meta, jobId });
+      return { jobId, done: false };
+    }
+    const wait = this.waitFor(jobId, meta.waitMs);
+    try {
+      await this.enqueue(name, payload, { ...meta, jobId });
+    } catch (err) {
+      wait.cancel();
+      throw err;
+    }
+    const outcome = await wait.promise;
+    return outcome.done ? { jobId, done: true, result: outcome.result as ResultOf<N> } : { jobId, done: false };
+  }
+
+  async getJob(id: string): Promise<Job<JobEnvelope> | undefined> {
+    const queueName = queueOfJobId(id);
+    if (!queueName) return undefined;
+    try {
+      return (await withTimeout(this.queues.get(queueName)!.getJob(id), 2_000)) as Job<JobEnvelope> | undefined;
+    } catch (err) {
+      throw toAppError(err);
+    }
+  }
+
+  private async finalState(id: string): Promise<Exclude<JobEvent, { type: 'progress' }> | undefined> {
+    const job = await this.getJob(id);
+    if (!job) return undefined;
+    if (job.finishedOn && !job.failedReason) return { type: 'completed', result: job.returnvalue };
+    const state = await job.getState();
+    if (state === 'completed') return { type: 'completed', result: job.returnvalue };
+    if (state === 'failed') return { type: 'failed', error: decodeFailure(job.failedReason) };
+    return undefined;
+  }
+
+  async view(job: Job<JobEnvelope>): Promise<JobView> {
+    const raw = await job.getState();
+    const state = STATE_MAP[raw] ?? 'waiting';
+    const failed = state === 'failed' ? decodeFailure(job.failedReason) : null;
+    return {
+      id: job.id!,
+      queue: job.queueName as QueueName,
+      name: job.name,
+      state,
+      progress: job.progress ?? 0,
+      result: state === 'completed' ? (job.returnvalue ?? null) : null,
+      error: failed ? { status: failed.status, message: failed.message, code: failed.code } : null,
+      attempts: job.attemptsMade,
+      createdAt: new Date(job.timestamp).toISOString(),
+      processedAt: job.processedOn ? new Date(job.processedOn).toISOString() : null,
+      finishedAt: job.finishedOn ? new Date(job.finishedOn).toISOString() : null,
+    };
+  }
+
+  async close(): Promise<void> {
+    await Promise.allSettled([...this.events.values()].map((qe) => qe.close()));
+    await Promise.allSettled([...this.queues.values()].map((q) => q.close()));
+    this.eventsRedis?.disconnect();
+    this.events.clear();
+  }
+}

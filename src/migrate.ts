@@ -1,0 +1,17 @@
+// `npm run migrate` (apply pending migrations) and `npm run migrate -- down` (roll all back).
+import { createDb, migrateLatest, migrateRollbackAll } from './db.js';
+import { loadConfigOrExit } from './process.js';
+
+const config = loadConfigOrExit();
+const db = await createDb(config);
+try {
+  if (process.argv[2] === 'down') {
+    await migrateRollbackAll(db);
+    process.stdout.write('rolled back all migrations\n');
+  } else {
+    const done = await migrateLatest(db);
+    process.stdout.write(done.length ? `applied: ${done.join(', ')}\n` : 'already up to date\n');
+  }
+} finally {
+  await db.destroy();
+}

@@ -1,0 +1,95 @@
+// Process lifecycle shared by the entry points: config, Redis, platform, signals, ordered shutdown.
+import { ConfigError, parseConfig, type Config } from './config.js';
+import { createLogger, type Logger } from './log.js';
+import { createPlatform, type Platform, type PlatformOptions } from './platform.js';
+import { ensureRedis, RedisUnavailableError, type RedisHandle } from './redis.js';
+
+export interface Running {
+  /** Stops taking new work and finishes what is in flight, within the time given. */
+  stop(timeoutMs: number): Promise<void>;
+}
+
+/** Prints one line and exits: for problems the user must fix before anything can run. */
+export function fatal(message: string): never {
+  process.stderr.write(`switchyard: ${message}\n`);
+  process.exit(1);
+}
+
+export function loadConfigOrExit(): Config {
+  try {
+    return parseConfig();
+  } catch (err) {
+    if (err instanceof ConfigError) fatal(err.message);
+    throw err;
+  }
+}
+
+export async function runProcess(
+  name: string,
+  opts: PlatformOptions & { requireServerDb?: string },
+  start: (p: Platform) => Promise<Running>,
+): Promise<void> {
+  const config = loadConfigOrExit();
+  const log = createLogger(config.LOG_LEVEL, name);
+  if (opts.requireServerDb && config.embeddedDb) fatal(opts.requireServerDb);
+
+  let redisHandle: RedisHandle;
+  try {
+    redisHandle = await ensureRedis(config, log);
+  } catch (err) {
+    if (err instanceof RedisUnavailableError) fatal(err.message);
+    throw err;
+  }
+
+  let platform: Platform;
+  try {
+    platform = await createPlatform(config, log, opts);
+  } catch (err) {
+    await redisHandle.stop();
+    log.error({ err }, 'start-up failed');
+    fatal(`start-up failed: ${(err as Error).message}`);
+  }
+
+  process.on('unhandledRejection', (err) => log.error({ err }, 'unhandled promise rejection'));
+  process.on('uncaughtException', (err) => {
+    log.fatal({ err }, 'uncaught exception; exiting');
+    process.exit(1);
+  });
+
+  let running: Running;
+  try {
+    running = await start(platform);
+  } catch (err) {
+    log.error({ err }, 'start-up failed');
+    await platform.close().catch(() => {});
+    await redisHandle.stop();
+    fatal(`start-up failed: ${(err as Error).message}`);
+  }
+
+  let stopping = false;
+  const shutdown = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    const timeout = config.SHUTDOWN_TIMEOUT_MS;
+    log.info({ signal, timeoutMs: timeout }, 'shutting down');
+    // A hard stop slightly past the budget, in case something refuses to close.
+    setTimeout(() => {
+      log.error('shutdown took too long; exiting');
+      process.exit(1);
+    }, timeout + 5_000).unref();
+    try {
+      await running.stop(timeout);
+      await platform.close();
+      await redisHandle.stop();
+      log.info('stopped');
+      process.exit(0);
+    } catch (err) {
+      log.error({ err }, 'error during shutdown');
+      process.exit(1);
+    }
+  };
+  process.once('SIGTERM', () => void shutdown('SIGTERM'));
+  process.once('SIGINT', () => void shutdown('SIGINT'));
+}
+
+export type { Logger };

@@ -1,0 +1,80 @@
+// SECRET_KEY handling: derived keys for cookie signing and AES-256-GCM encryption of stored credentials.
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Config } from './config.js';
+import type { Logger } from './log.js';
+
+export interface Secrets {
+  /** Keys for Koa's signed cookies. */
+  cookieKeys: string[];
+  encrypt(plain: string): string;
+  decrypt(sealed: string): string;
+}
+
+/** SECRET_KEY from the environment, or one generated once and kept under DATA_DIR. */
+export function loadSecretKey(config: Config, log?: Logger): string {
+  if (config.SECRET_KEY) return config.SECRET_KEY;
+  const file = path.join(config.DATA_DIR, 'secret.key');
+  fs.mkdirSync(config.DATA_DIR, { recursive: true });
+  try {
+    // 'wx' makes concurrent first starts agree: exactly one writer wins, everyone reads its key.
+    fs.writeFileSync(file, crypto.randomBytes(32).toString('base64url'), { flag: 'wx', mode: 0o600 });
+    log?.info({ file }, 'generated SECRET_KEY and stored it under DATA_DIR (set SECRET_KEY to share it across machines)');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+  }
+  const key = fs.readFileSync(file, 'utf8').trim();
+  if (key.length < 32) throw new Error(`${file} holds a key shorter than 32 characters; delete it or set SECRET_KEY`);
+  return key;
+}
+
+const derive = (secret: string, purpose: string) =>
+  Buffer.from(crypto.hkdfSync('sha256', secret, 'switchyard', purpose, 32));
+
+export function createSecrets(secretKey: string): Secrets {
+  const encKey = derive(secretKey, 'credential-encryption');
+  const cookieKey = derive(secretKey, 'cookie-signing').toString('base64url');
+  return {
+    cookieKeys: [cookieKey],
+    encrypt(plain) {
+      const iv = crypto.randomBytes(12);
+      const cipher = crypto.createCipheriv('aes-256-gcm', encKey, iv);
+      const body = Buffer.concat([cipher.update(plain, 'utf8'), cipher.final()]);
+      // v1.<iv>.<tag>.<ciphertext>, all base64url: self-describing so the scheme can change later.
+      return ['v1', iv.toString('base64url'), cipher.getAuthTag().toString('base64url'), body.toString('base64url')].join('.');
+    },
+    decrypt(sealed) {
+      const [v, iv, tag, body] = sealed.split('.');
+      if (v !== 'v1' || !iv || !tag || body === undefined) throw new Error('unrecognised sealed value');
+      const decipher = crypto.createDecipheriv('aes-256-gcm', encKey, Buffer.from(iv, 'base64url'));
+      decipher.setAuthTag(Buffer.from(tag, 'base64url'));
+      return Buffer.concat([decipher.update(Buffer.from(body, 'base64url')), decipher.final()]).toString('utf8');
+    },
+  };
+}
+
+export const sha256Hex = (s: string) => crypto.createHash('sha256').update(s).digest('hex');
+
+const ALNUM = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
+
+/** Uniformly random letters and digits (rejection sampling: no modulo bias). */
+export function randomAlnum(length: number): string {
+  let out = '';
+  while (out.length < length) {
+    for (const b of crypto.randomBytes(length * 2)) {
+      if (b < 248) out += ALNUM[b % 62];
+      if (out.length === length) break;
+    }
+  }
+  return out;
+}
+
+export const randomHex = (bytes: number) => crypto.randomBytes(bytes).toString('hex');
+
+/** Constant-time string comparison. */
+export function safeEqual(a: string, b: string): boolean {
+  const ab = Buffer.from(a);
+  const bb = Buffer.from(b);
+  return ab.length === bb.length && crypto.timingSafeEqual(ab, bb);
+}

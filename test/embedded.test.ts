@@ -1,0 +1,58 @@
+// The embedded PGlite database: migrations up and down, and a login over HTTP.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseConfig } from '../src/config.js';
+import { createDb, migrateLatest, migrateRollbackAll } from '../src/db.js';
+import { createTestEnv, startTestApp, type TestApp, type TestEnv } from './helpers/services.js';
+import { HttpClient } from './helpers/http.js';
+
+describe('PGlite migrations', () => {
+  let env: TestEnv;
+  beforeAll(async () => {
+    env = await createTestEnv({ embedded: true });
+  });
+  afterAll(async () => {
+    await env.cleanup();
+  });
+
+  it('apply, roll back completely, and apply again', async () => {
+    const db = await createDb(parseConfig(env.env));
+    try {
+      const applied = await migrateLatest(db);
+      expect(applied.length).toBeGreaterThan(0);
+      expect(await db.schema.hasTable('users')).toBe(true);
+      await migrateRollbackAll(db);
+      for (const table of ['users', 'tokens', 'sessions', 'redemptions']) expect(await db.schema.hasTable(table)).toBe(false);
+      expect(await migrateLatest(db)).toEqual(applied);
+      expect(await migrateLatest(db)).toEqual([]);
+    } finally {
+      await db.destroy();
+    }
+  });
+});
+
+describe('the app on PGlite', () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await startTestApp({ embedded: true });
+  });
+  afterAll(async () => {
+    await t?.close();
+  });
+
+  it('logs in root, creates a user and a token', async () => {
+    expect(t.config.embeddedDb).toBe(true);
+    expect((await t.root.get('/api/user/self')).body.data.role).toBe(100);
+    expect((await t.root.post('/api/user/', { username: 'erin', password: 'erin-password' })).status).toBe(201);
+    const erin = new HttpClient(t.url);
+    await erin.login('erin', 'erin-password');
+    const tok = await erin.post('/api/token/', { name: 'pglite', unlimited_quota: true });
+    expect(tok.status).toBe(201);
+    expect((await t.anon.get('/api/user/self', { authorization: `Bearer ${tok.body.data.key}` })).body.data.username).toBe('erin');
+  });
+
+  it('redeems a code exactly once under concurrency', async () => {
+    const [key] = (await t.root.post('/api/redemption/', { name: 'pg', quota: 7 })).body.data;
+    const results = await Promise.all(Array.from({ length: 10 }, () => t.root.post('/api/user/topup', { key })));
+    expect(results.filter((r) => r.status === 200)).toHaveLength(1);
+  });
+});

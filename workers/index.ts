@@ -1,0 +1,117 @@
+// Worker runtime: one BullMQ Worker per selected queue, dispatching each job to its one processor.
+import { UnrecoverableError, Worker, type Job } from 'bullmq';
+import type { QueueName } from '../src/config.js';
+import type { Logger } from '../src/log.js';
+import type { Platform } from '../src/platform.js';
+import { createRedis } from '../src/redis.js';
+import { AppError, toAppError } from '../src/http/errors.js';
+import { describeIssue } from '../src/http/validate.js';
+import { encodeFailure, jobDefinitions, type JobDefinition, type JobEnvelope, type JobName, type ParsedPayloadOf, type ResultOf } from '../src/jobs.js';
+import { processorMaps } from './processors.js';
+
+export interface ProcessorContext {
+  job: Job<JobEnvelope>;
+  platform: Platform;
+  log: Logger;
+  /** Who submitted the job (user id), or null for system jobs. */
+  owner: number | null;
+  /** Fires when the worker is closing or the job is cancelled. */
+  signal?: AbortSignal;
+}
+
+export type Processor<N extends JobName = JobName> = (payload: ParsedPayloadOf<N>, ctx: ProcessorContext) => Promise<ResultOf<N>>;
+export type ProcessorMap = { [N in JobName]?: Processor<N> };
+
+/**
+ * Every job name must have exactly one processor, and every processor a declared job: checked
+ * before any worker starts, so a deployment with a gap refuses to run instead of failing jobs.
+ */
+export function buildProcessorTable(maps: Record<string, ProcessorMap>): Map<string, { area: string; fn: Processor }> {
+  const table = new Map<string, { area: string; fn: Processor }>();
+  for (const [area, map] of Object.entries(maps)) {
+    for (const [name, fn] of Object.entries(map)) {
+      if (!fn) continue;
+      const existing = table.get(name);
+      if (existing) throw new Error(`job "${name}" has two processors (in ${existing.area} and ${area})`);
+      if (!(name in jobDefinitions)) throw new Error(`processor in ${area} for undeclared job "${name}"`);
+      table.set(name, { area, fn: fn as Processor });
+    }
+  }
+  for (const name of Object.keys(jobDefinitions)) {
+    if (!table.has(name)) throw new Error(`job "${name}" has no processor`);
+  }
+  return table;
+}
+
+export interface WorkerSet {
+  workers: Worker[];
+  /** Stops taking jobs, lets active ones finish within timeoutMs, then closes. */
+  close(timeoutMs: number): Promise<void>;
+}
+
+const concurrencyOf = (p: Platform, q: QueueName) =>
+  ({ content: p.config.CONTENT_CONCURRENCY, embeddings: p.config.EMBEDDINGS_CONCURRENCY, mail: p.config.MAIL_CONCURRENCY })[q];
+
+export async function startWorkers(p: Platform, queues: readonly QueueName[], maps: Record<string, ProcessorMap> = processorMaps): Promise<WorkerSet> {
+  const table = buildProcessorTable(maps);
+  const used = new Set(Object.values(jobDefinitions as Record<string, JobDefinition>).map((d) => d.queue));
+  const connection = createRedis(p.config.REDIS_URL, 'worker', 'worker');
+  const workers: Worker[] = [];
+  for (const queue of queues) {
+    if (!used.has(queue)) continue;
+    const worker = new Worker<JobEnvelope>(queue, (job, _token, signal) => dispatch(p, table, job, signal), {
+      connection,
+      prefix: p.config.QUEUE_PREFIX,
+      concurrency: concurrencyOf(p, queue),
+      lockDuration: p.config.JOB_LOCK_MS,
+      stalledInterval: p.config.JOB_STALLED_INTERVAL_MS,
+      maxStalledCount: 2,
+    });
+    worker.on('error', (err) => p.log.warn({ err, queue }, 'worker error'));
+    worker.on('failed', (job, err) => p.log.warn({ queue, jobId: job?.id, job: job?.name, attempt: job?.attemptsMade, reason: err.message }, 'job attempt failed'));
+    workers.push(worker);
+  }
+  await Promise.all(workers.map((w) => w.waitUntilReady()));
+  p.log.info({ queues: workers.map((w) => `${w.name}×${w.concurrency}`) }, 'workers started');
+  return {
+    workers,
+    async close(timeoutMs) {
+      const graceful = Promise.all(workers.map((w) => w.close()));
+      let timer: NodeJS.Timeout | undefined;
+      const timedOut = await Promise.race([
+        graceful.then(() => false),
+        new Promise<boolean>((r) => (timer = setTimeout(() => r(true), timeoutMs))),
+      ]);
+      clearTimeout(timer);
+      if (timedOut) {
+        // Jobs still running are abandoned; their locks lapse and another worker picks them up.
+        p.log.warn({ timeoutMs }, 'active jobs did not finish in time; closing workers forcibly');
+        await Promise.all(workers.map((w) => w.close(true)));
+      }
+      await connection.quit().catch(() => connection.disconnect());
+    },
+  };
+}
+
+async function dispatch(p: Platform, table: Map<string, { fn: Processor }>, job: Job<JobEnvelope>, signal?: AbortSignal): Promise<unknown> {
+  const log = p.log.child({ jobId: job.id, job: job.name, attempt: job.attemptsMade + 1 });
+  const entry = table.get(job.name);
+  const def = (jobDefinitions as Record<string, JobDefinition>)[job.name];
+  if (!entry || !def) throw new UnrecoverableError(encodeFailure(new AppError(500, `No processor for job "${job.name}"`)));
+  const parsed = def.payload.safeParse(job.data?.payload);
+  if (!parsed.success) {
+    throw new UnrecoverableError(encodeFailure(new AppError(400, `Invalid job payload: ${describeIssue(parsed.error.issues[0]!)}`, { code: 'invalid_payload' })));
+  }
+  try {
+    return await entry.fn(parsed.data as never, { job, platform: p, log, owner: job.data.owner ?? null, signal });
+  } catch (raw) {
+    if (raw instanceof UnrecoverableError) throw raw;
+    const err = toAppError(raw);
+    if (err.status >= 500 && !(raw instanceof AppError)) log.error({ err: raw }, 'job failed');
+    const reason = encodeFailure(err);
+    const wrapped = err.retriable ? new Error(reason) : new UnrecoverableError(reason);
+    // Keep the original stack for Bull Board, under the encoded reason.
+    if (raw instanceof Error && raw.stack) wrapped.stack = `${reason}\n${raw.stack}`;
+    throw wrapped;
+  }
+}

@@ -1,0 +1,4 @@
+// The processors of every area, by area; workers/index.ts checks that each job has exactly one.
+import type { ProcessorMap } from './index.js';
+
+export const processorMaps: Record<string, ProcessorMap> = {};
