@@ -1,13 +1,17 @@
 // The ordered list of migrations, imported statically so they run the same from TypeScript or compiled JS.
 import type { Knex } from 'knex';
 import * as m001 from './001_accounts.js';
+import * as m002 from './002_content.js';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
   down(knex: Knex): Promise<void>;
 }
 
-const migrations: [string, Migration][] = [['001_accounts', m001]];
+const migrations: [string, Migration][] = [
+  ['001_accounts', m001],
+  ['002_content', m002],
+];
 
 export const migrationSource: Knex.MigrationSource<string> = {
   getMigrations: async () => migrations.map(([name]) => name),

@@ -8,6 +8,8 @@ import type { Logger } from './log.js';
 import type { Redis } from './redis.js';
 import { createRedis, withTimeout } from './redis.js';
 import { AppError, serviceUnavailable, toAppError } from './http/errors.js';
+import type { Db } from './db.js';
+import { batchPayload, type BatchResult } from './content/schema.js';
 
 export interface JobDefinition<N extends string = string, S extends z.ZodType = z.ZodType, R = unknown> {
   name: N;
@@ -15,6 +17,8 @@ export interface JobDefinition<N extends string = string, S extends z.ZodType = 
   payload: S;
   /** Overrides of the platform defaults (attempts, backoff, retention). */
   options?: JobsOptions;
+  /** Payloads above JOB_INLINE_PAYLOAD_BYTES go to Postgres and the queue carries only their id. */
+  offloadLargePayloads?: boolean;
   /** Type-only: what the processor returns. */
   readonly __result?: R;
 }
@@ -22,14 +26,16 @@ export interface JobDefinition<N extends string = string, S extends z.ZodType = 
 /** Declares a job type. `defineJob<Result>()({ name, queue, payload })`. */
 export const defineJob =
   <R>() =>
-  <const N extends string, S extends z.ZodType>(def: { name: N; queue: QueueName; payload: S; options?: JobsOptions }) =>
+  <const N extends string, S extends z.ZodType>(def: { name: N; queue: QueueName; payload: S; options?: JobsOptions; offloadLargePayloads?: boolean }) =>
     def as JobDefinition<N, S, R>;
 
 /**
  * The registry of every job type. Producers (the API) enqueue by name, type-checked against the
  * payload schema; workers must register exactly one processor per name.
  */
-export const jobDefinitions = {} satisfies Record<string, JobDefinition>;
+export const jobDefinitions = {
+  'content.batch': defineJob<BatchResult>()({ name: 'content.batch', queue: 'content', payload: batchPayload, offloadLargePayloads: true }),
+} satisfies Record<string, JobDefinition>;
 
 export type JobRegistry = typeof jobDefinitions;
 export type JobName = keyof JobRegistry & string;
@@ -37,11 +43,25 @@ export type PayloadOf<N extends JobName> = z.input<JobRegistry[N]['payload']>;
 export type ParsedPayloadOf<N extends JobName> = z.output<JobRegistry[N]['payload']>;
 export type ResultOf<N extends JobName> = NonNullable<JobRegistry[N]['__result']>;
 
-/** What travels in Redis: the payload and who asked for it. */
+/** What travels in Redis: the payload (or where to find it) and who asked for it. */
 export interface JobEnvelope<P = unknown> {
   owner: number | null;
   requestId?: string;
-  payload: P;
+  payload?: P;
+  /** Set when the payload was too large for the queue: it is in job_payloads under the job id. */
+  payloadRef?: string;
+}
+
+/** The payload of a job, from the envelope or from Postgres. */
+export async function loadPayload(db: Db, envelope: JobEnvelope): Promise<unknown> {
+  if (!envelope.payloadRef) return envelope.payload;
+  const row = await db('job_payloads').where({ job_id: envelope.payloadRef }).first('data');
+  if (!row) throw new AppError(410, 'The payload of this job is gone (job_payloads row removed)', { code: 'payload_missing', retriable: false });
+  return JSON.parse(row.data as string);
+}
+
+export async function dropPayload(db: Db, envelope: JobEnvelope): Promise<void> {
+  if (envelope.payloadRef) await db('job_payloads').where({ job_id: envelope.payloadRef }).delete();
 }
 
 export type JobState = 'waiting' | 'active' | 'delayed' | 'completed' | 'failed';
@@ -121,6 +141,7 @@ export class JobClient {
     private readonly config: Config,
     private readonly producer: Redis,
     private readonly log: Logger,
+    private readonly db: Db,
   ) {
     for (const name of queueNames) {
       const queue = new Queue(name, {
@@ -178,9 +199,18 @@ export class JobClient {
     const id = meta.jobId ?? `${def.queue}-${uuidv7()}`;
     const queue = this.queues.get(def.queue)!;
     const data: JobEnvelope = { owner: meta.owner, requestId: meta.requestId, payload };
+    if (def.offloadLargePayloads) {
+      const json = JSON.stringify(payload);
+      if (Buffer.byteLength(json) > this.config.JOB_INLINE_PAYLOAD_BYTES) {
+        await this.db('job_payloads').insert({ job_id: id, data: json });
+        delete data.payload;
+        data.payloadRef = id;
+      }
+    }
     try {
-      await withTimeout(queue.add(name, data, { ...def.options, ...meta.options, jobId: id }), 2_000);
+      await withTimeout(queue.add(name, data, { ...def.options, ...meta.options, jobId: id }), 1_500);
     } catch (err) {
+      if (data.payloadRef) await dropPayload(this.db, data).catch(() => {});
       this.log.warn({ err, job: name }, 'enqueue failed');
       throw serviceUnavailable('Queue unavailable (Redis is not reachable), try again shortly', { code: 'queue_unavailable' });
     }

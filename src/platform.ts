@@ -52,7 +52,7 @@ export async function createPlatform(config: Config, log: Logger, opts: Platform
     await db.destroy().catch(() => {});
     throw err;
   }
-  const jobs = new JobClient(config, redis, log);
+  const jobs = new JobClient(config, redis, log, db);
   if (opts.listenForJobs) await jobs.listen();
   const platform: Platform = {
     config,

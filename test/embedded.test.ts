@@ -54,5 +54,8 @@ describe('the app on PGlite', () => {
     const [key] = (await t.root.post('/api/redemption/', { name: 'pg', quota: 7 })).body.data;
     const results = await Promise.all(Array.from({ length: 10 }, () => t.root.post('/api/user/topup', { key })));
     expect(results.filter((r) => r.status === 200)).toHaveLength(1);
+    const row = (await t.root.get('/api/redemption/')).body.data.find((r: { key: string }) => r.key === key);
+    expect((await t.root.delete(`/api/redemption/${row.id}`)).status).toBe(200);
+    expect((await t.root.delete(`/api/redemption/${row.id}`)).status).toBe(404);
   });
 });

@@ -1,4 +1,5 @@
 // Worker runtime: one BullMQ Worker per selected queue, dispatching each job to its one processor.
+import os from 'node:os';
 import { UnrecoverableError, Worker, type Job } from 'bullmq';
 import type { QueueName } from '../src/config.js';
 import type { Logger } from '../src/log.js';
@@ -6,7 +7,7 @@ import type { Platform } from '../src/platform.js';
 import { createRedis } from '../src/redis.js';
 import { AppError, toAppError } from '../src/http/errors.js';
 import { describeIssue } from '../src/http/validate.js';
-import { encodeFailure, jobDefinitions, type JobDefinition, type JobEnvelope, type JobName, type ParsedPayloadOf, type ResultOf } from '../src/jobs.js';
+import { dropPayload, encodeFailure, jobDefinitions, loadPayload, type JobDefinition, type JobEnvelope, type JobName, type ParsedPayloadOf, type ResultOf } from '../src/jobs.js';
 import { processorMaps } from './processors.js';
 
 export interface ProcessorContext {
@@ -62,6 +63,8 @@ export async function startWorkers(p: Platform, queues: readonly QueueName[], ma
     const worker = new Worker<JobEnvelope>(queue, (job, _token, signal) => dispatch(p, table, job, signal), {
       connection,
       prefix: p.config.QUEUE_PREFIX,
+      // Shown as the job's processedBy (in Bull Board too): which machine and process ran it.
+      name: `${os.hostname()}:${process.pid}`,
       concurrency: concurrencyOf(p, queue),
       lockDuration: p.config.JOB_LOCK_MS,
       stalledInterval: p.config.JOB_STALLED_INTERVAL_MS,
@@ -98,12 +101,21 @@ async function dispatch(p: Platform, table: Map<string, { fn: Processor }>, job:
   const entry = table.get(job.name);
   const def = (jobDefinitions as Record<string, JobDefinition>)[job.name];
   if (!entry || !def) throw new UnrecoverableError(encodeFailure(new AppError(500, `No processor for job "${job.name}"`)));
-  const parsed = def.payload.safeParse(job.data?.payload);
+  let payload: unknown;
+  try {
+    payload = await loadPayload(p.db, job.data ?? { owner: null });
+  } catch (raw) {
+    const err = toAppError(raw);
+    throw err.retriable ? new Error(encodeFailure(err)) : new UnrecoverableError(encodeFailure(err));
+  }
+  const parsed = def.payload.safeParse(payload);
   if (!parsed.success) {
     throw new UnrecoverableError(encodeFailure(new AppError(400, `Invalid job payload: ${describeIssue(parsed.error.issues[0]!)}`, { code: 'invalid_payload' })));
   }
   try {
-    return await entry.fn(parsed.data as never, { job, platform: p, log, owner: job.data.owner ?? null, signal });
+    const result = await entry.fn(parsed.data as never, { job, platform: p, log, owner: job.data.owner ?? null, signal });
+    await dropPayload(p.db, job.data).catch((err) => log.warn({ err }, 'could not remove the stored payload'));
+    return result;
   } catch (raw) {
     if (raw instanceof UnrecoverableError) throw raw;
     const err = toAppError(raw);

@@ -1,4 +1,7 @@
 // The processors of every area, by area; workers/index.ts checks that each job has exactly one.
 import type { ProcessorMap } from './index.js';
+import { contentProcessors } from './content.js';
 
-export const processorMaps: Record<string, ProcessorMap> = {};
+export const processorMaps: Record<string, ProcessorMap> = {
+  content: contentProcessors,
+};

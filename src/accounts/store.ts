@@ -216,7 +216,7 @@ export async function updateRedemption(db: Db, id: number, patch: Partial<Pick<R
   return row;
 }
 
-export const deleteRedemption = (db: Db, id: number) => db('redemptions').where({ id }).delete();
+export const deleteRedemption = async (db: Db, id: number) => (await db('redemptions').where({ id }).delete().returning('id')).length > 0;
 
 export type RedeemOutcome = { ok: true; quota: number } | { ok: false; reason: 'unknown' | 'used' | 'disabled' };
 

@@ -7,16 +7,22 @@ import { AppError, errorMiddleware } from './errors.js';
 import { bodyParser } from './body.js';
 import { healthRouter } from './health.js';
 import { accountsRouter } from '../accounts/routes.js';
+import { contentRouter } from '../content/routes.js';
+import { jobsRouter } from './jobs.js';
+import { boardGuard, boardPlugin } from './board.js';
 
 export function createApp(p: Platform): Koa {
   const app = new Koa({ proxy: p.config.TRUST_PROXY, keys: p.secrets.cookieKeys });
   app.silent = true;
   app.on('error', (err) => p.log.debug({ err }, 'koa error event'));
 
-  const routers: Router[] = [healthRouter(p), accountsRouter(p)];
+  const routers: Router[] = [healthRouter(p), accountsRouter(p), jobsRouter(p), contentRouter(p)];
 
   app.use(requestContext(p));
   app.use(errorMiddleware());
+  // The board reads its own request bodies, so it sits before ours.
+  app.use(boardGuard(p));
+  app.use(boardPlugin(p));
   app.use(bodyParser(p.config.BODY_LIMIT_BYTES));
   for (const r of routers) app.use(r.routes());
   app.use(notFoundOrNotAllowed(routers));

@@ -174,7 +174,8 @@ export async function authorize(ctx: Context, p: Platform, minRole = 1, opts: { 
   const principal = await resolvePrincipal(ctx, p, opts);
   if (!principal) throw unauthorized('Authentication required: log in, or send an access token or API key');
   if (principal.user.status !== USER_STATUS.enabled) throw forbidden('User is disabled', { code: 'user_disabled' });
-  if (principal.via === 'session') checkSameOrigin(ctx, p);
+  // Cookies and Basic credentials are sent by browsers on their own: those writes must be same-origin.
+  if (principal.via === 'session' || principal.via === 'basic') checkSameOrigin(ctx, p);
   if (principal.user.role < minRole) throw forbidden('Insufficient role for this action', { code: 'insufficient_role' });
   ctx.state.principal = principal;
   return principal;

@@ -64,7 +64,8 @@ export function spawnEntry(entry: 'server' | 'worker', args: string[], env: Reco
 
 /** Starts the server and waits until it listens; returns its base URL. */
 export async function spawnServer(args: string[], env: Record<string, string | undefined>): Promise<Spawned & { url: string }> {
-  const s = spawnEntry('server', args, { LOG_LEVEL: 'info', PORT: '0', HOST: '127.0.0.1', ...env });
+  // The port is read from the "listening" log line, so the log must say at least that much.
+  const s = spawnEntry('server', args, { PORT: '0', HOST: '127.0.0.1', ...env, LOG_LEVEL: 'info' });
   const line = await s.waitFor(/Switchyard listening/);
   const port = JSON.parse(line).port as number;
   return Object.assign(s, { url: `http://127.0.0.1:${port}` });

@@ -1,0 +1,27 @@
+// A content batch: each entry validated on its own, repeated urls refused, the rest in one upsert.
+import type { Db } from '../db.js';
+import { checkItem, DUPLICATE_IN_BATCH, type BatchResult, type NewItem } from './schema.js';
+import { upsertItems } from './store.js';
+
+/** `progress` hears 50 once every entry is checked, 100 once the rows are written. */
+export async function runBatch(db: Db, rawItems: unknown[], progress?: (percent: number) => Promise<void>): Promise<BatchResult> {
+  const errors: BatchResult['errors'] = [];
+  const valid: { index: number; item: NewItem }[] = [];
+  const seen = new Set<string>();
+  rawItems.forEach((raw, index) => {
+    const check = checkItem(raw);
+    if (!check.ok) errors.push({ index, url: check.url ?? 'unknown', error: check.error });
+    else if (seen.has(check.item.url)) errors.push({ index, url: check.item.url, error: DUPLICATE_IN_BATCH });
+    else {
+      seen.add(check.item.url);
+      valid.push({ index, item: check.item });
+    }
+  });
+  await progress?.(50);
+  // Upserting by url makes a re-run (after a crashed worker) write the same rows again, not new ones.
+  const rows = await upsertItems(db, valid.map((v) => v.item));
+  const idByUrl = new Map(rows.map((r) => [r.url, r.id]));
+  const created = valid.map((v) => ({ index: v.index, id: idByUrl.get(v.item.url)!, url: v.item.url }));
+  await progress?.(100);
+  return { success: created.length, failed: errors.length, total: rawItems.length, errors, created };
+}

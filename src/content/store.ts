@@ -1,0 +1,128 @@
+// Knex queries of area C: upserts by url, keyset-paginated listing, trigram search, counters.
+import { v7 as uuidv7 } from 'uuid';
+import type { Db } from '../db.js';
+import { escapeLike } from '../accounts/store.js';
+import type { ContentRow, ListQuery, NewItem, OrderBy } from './schema.js';
+
+const SORT_COLUMN: Record<OrderBy, 'score' | 'created_at' | 'analyzed_at'> = {
+  score: 'score',
+  createdAt: 'created_at',
+  analyzedAt: 'analyzed_at',
+};
+
+/** The expression the trigram index is built on (migration 002). */
+const SEARCH_EXPR = `(coalesce(title, '') || E'\\x1f' || summary || E'\\x1f' || content)`;
+
+const UPDATED_ON_CONFLICT = ['source', 'title', 'summary', 'content', 'score', 'analyzed_by', 'analyzed_at', 'updated_at'];
+
+function toRow(item: NewItem, now: Date) {
+  return {
+    id: uuidv7(),
+    source: item.source,
+    url: item.url,
+    title: item.title,
+    summary: item.summary,
+    content: item.content,
+    score: item.score,
+    analyzed_by: item.analyzedBy,
+    analyzed_at: item.analyzedAt ?? now,
+    created_at: now,
+    updated_at: now,
+  };
+}
+
+/**
+ * Inserts or updates (by url) in one statement. An existing url keeps its id and created_at.
+ * Callers must not pass the same url twice (Postgres refuses to update a row twice in one statement).
+ */
+export async function upsertItems(db: Db, items: NewItem[]): Promise<(ContentRow & { inserted: boolean })[]> {
+  if (items.length === 0) return [];
+  const now = new Date();
+  return db('content_items')
+    .insert(items.map((i) => toRow(i, now)))
+    .onConflict('url')
+    .merge(UPDATED_ON_CONFLICT)
+    .returning(['*', db.raw('(xmax = 0) as inserted')]);
+}
+
+export const getItem = (db: Db, id: string) => db<ContentRow>('content_items').where({ id }).first();
+
+export async function deleteItem(db: Db, id: string): Promise<boolean> {
+  // RETURNING, not the affected-row count: PGlite's driver reports counts differently from pg.
+  return (await db('content_items').where({ id }).delete().returning('id')).length > 0;
+}
+
+interface Cursor {
+  orderBy: OrderBy;
+  order: 'asc' | 'desc';
+  value: number | string;
+  id: string;
+}
+
+export function encodeCursor(c: Cursor): string {
+  return Buffer.from(JSON.stringify([c.orderBy, c.order, c.value, c.id])).toString('base64url');
+}
+
+export function decodeCursor(s: string, q: Pick<ListQuery, 'orderBy' | 'order'>): Cursor | undefined {
+  try {
+    const [orderBy, order, value, id] = JSON.parse(Buffer.from(s, 'base64url').toString('utf8')) as unknown[];
+    if (orderBy !== q.orderBy || order !== q.order || typeof id !== 'string' || !/^[0-9a-f-]{36}$/.test(id)) return undefined;
+    if (orderBy === 'score' ? typeof value !== 'number' : typeof value !== 'string' || Number.isNaN(Date.parse(value))) return undefined;
+    return { orderBy, order, value: value as number | string, id } as Cursor;
+  } catch {
+    return undefined;
+  }
+}
+
+export function sortValue(row: ContentRow, orderBy: OrderBy): number | string {
+  const v = row[SORT_COLUMN[orderBy]];
+  return v instanceof Date ? v.toISOString() : (v as number);
+}
+
+const hasFilters = (q: ListQuery) => q.minScore !== undefined || q.maxScore !== undefined || q.since || q.until || q.q;
+
+/** One page, newest-first or as asked, plus whether another page follows; and the total. */
+export async function listItems(db: Db, q: ListQuery, cursor: Cursor | undefined) {
+  const col = SORT_COLUMN[q.orderBy];
+  const filtered = () => {
+    const b = db<ContentRow>('content_items');
+    if (q.source) b.where('source', q.source);
+    if (q.minScore !== undefined) b.where('score', '>=', q.minScore);
+    if (q.maxScore !== undefined) b.where('score', '<=', q.maxScore);
+    if (q.since) b.where('analyzed_at', '>=', q.since);
+    if (q.until) b.where('analyzed_at', '<=', q.until);
+    if (q.q) b.whereRaw(`${SEARCH_EXPR} ilike ?`, [`%${escapeLike(q.q)}%`]);
+    return b;
+  };
+  const page = filtered();
+  if (cursor) {
+    const value = q.orderBy === 'score' ? cursor.value : new Date(cursor.value);
+    page.whereRaw(`(??, id) ${q.order === 'desc' ? '<' : '>'} (?, ?)`, [col, value, cursor.id]);
+  }
+  page.orderBy([{ column: col, order: q.order }, { column: 'id', order: q.order }]).limit(q.limit + 1);
+
+  const total = hasFilters(q)
+    ? filtered().count<{ n: number | string }[]>({ n: '*' }).then(([r]) => Number(r?.n ?? 0))
+    : countFromStats(db, q.source);
+  const [rows, count] = await Promise.all([page, total]);
+  const more = rows.length > q.limit;
+  return { rows: more ? rows.slice(0, q.limit) : rows, more, total: count };
+}
+
+async function countFromStats(db: Db, source?: string): Promise<number> {
+  const b = db('content_stats');
+  if (source) b.where({ source });
+  const [r] = await b.sum<{ n: number | string | null }[]>({ n: 'count' });
+  return Number(r?.n ?? 0);
+}
+
+export async function getStats(db: Db): Promise<{ total: number; bySource: Record<string, number> }> {
+  const rows = await db('content_stats').select<{ source: string; count: number }[]>('source', 'count').orderBy('source');
+  const bySource: Record<string, number> = {};
+  let total = 0;
+  for (const r of rows) {
+    bySource[r.source] = Number(r.count);
+    total += Number(r.count);
+  }
+  return { total, bySource };
+}

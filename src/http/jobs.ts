@@ -1,0 +1,108 @@
+// The jobs API (status, server-sent events) and the one helper job-backed endpoints answer through.
+import { PassThrough } from 'node:stream';
+import { Router } from '@koa/router';
+import type { Context } from 'koa';
+import type { Platform } from '../platform.js';
+import type { JobEnvelope, JobEvent, JobName, PayloadOf, ResultOf } from '../jobs.js';
+import { ROLE } from '../accounts/schema.js';
+import { authorize, type Principal } from './auth.js';
+import { notFound } from './errors.js';
+
+/** `Prefer: respond-async` (RFC 7240) asks for 202 at once instead of waiting. */
+const prefersAsync = (ctx: Context) =>
+  ctx
+    .get('prefer')
+    .split(',')
+    .some((p) => p.trim().toLowerCase() === 'respond-async');
+
+/**
+ * Runs a job for a request. Waits up to SYNC_WAIT_MS and returns the job's result; with
+ * `Prefer: respond-async`, or when the wait runs out, writes 202 {jobId, state, statusUrl} with
+ * Location and returns undefined. A failed job throws its AppError (the area maps it).
+ */
+export async function runJobForRequest<N extends JobName>(
+  ctx: Context,
+  p: Platform,
+  name: N,
+  payload: PayloadOf<N>,
+  principal: Principal,
+): Promise<ResultOf<N> | undefined> {
+  const waitMs = prefersAsync(ctx) ? 0 : p.config.SYNC_WAIT_MS;
+  const outcome = await p.jobs.run(name, payload, { owner: principal.user.id, requestId: ctx.state.requestId, waitMs });
+  if (outcome.done) return outcome.result;
+  let state = 'waiting';
+  if (waitMs > 0) {
+    const job = await p.jobs.getJob(outcome.jobId).catch(() => undefined);
+    if (job) state = (await p.jobs.view(job)).state;
+  }
+  const statusUrl = `/api/jobs/${outcome.jobId}`;
+  ctx.status = 202;
+  ctx.set('Location', statusUrl);
+  ctx.body = { jobId: outcome.jobId, state, statusUrl };
+  return undefined;
+}
+
+export function jobsRouter(p: Platform): Router {
+  const router = new Router();
+
+  /** The job, if the caller may see it: its submitter or an admin. Anyone else: 404. */
+  async function visibleJob(ctx: Context) {
+    const principal = await authorize(ctx, p);
+    const id = String(ctx.params.id ?? '');
+    const job = /^[A-Za-z0-9._-]{1,200}$/.test(id) ? await p.jobs.getJob(id) : undefined;
+    const data = job?.data as JobEnvelope | undefined;
+    if (!job || (data?.owner !== principal.user.id && principal.user.role < ROLE.admin)) throw notFound('Job not found');
+    return job;
+  }
+
+  router.get('/api/jobs/:id', async (ctx) => {
+    ctx.body = await p.jobs.view(await visibleJob(ctx));
+  });
+
+  router.get('/api/jobs/:id/events', async (ctx) => {
+    const job = await visibleJob(ctx);
+    const stream = new PassThrough();
+    let closed = false;
+    const send = (event: string, data: unknown) => {
+      if (!closed) stream.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
+    };
+    const id = job.id!;
+    const finish = () => {
+      if (closed) return;
+      closed = true;
+      unsubscribe();
+      clearInterval(heartbeat);
+      stream.end();
+    };
+    // Subscribe before reading the state, so nothing falls between the two.
+    const unsubscribe = p.jobs.subscribe(id, (e: JobEvent) => {
+      if (e.type === 'progress') send('progress', { progress: e.data });
+      else if (e.type === 'completed') {
+        send('completed', { result: e.result });
+        finish();
+      } else {
+        send('failed', { error: { status: e.error.status, message: e.error.message, code: e.error.code } });
+        finish();
+      }
+    });
+    const heartbeat = setInterval(() => stream.write(': keep-alive\n\n'), 15_000);
+    ctx.req.on('close', finish);
+
+    ctx.req.socket.setTimeout(0);
+    ctx.set({ 'Content-Type': 'text/event-stream; charset=utf-8', 'Cache-Control': 'no-cache', 'X-Accel-Buffering': 'no' });
+    ctx.status = 200;
+    ctx.body = stream;
+
+    const view = await p.jobs.view(job);
+    send('state', view);
+    if (view.state === 'completed') {
+      send('completed', { result: view.result });
+      finish();
+    } else if (view.state === 'failed') {
+      send('failed', { error: view.error });
+      finish();
+    }
+  });
+
+  return router;
+}

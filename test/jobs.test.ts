@@ -1,0 +1,242 @@
+// The jobs platform in one process: sync and async answers, status, SSE, ownership, retries, Bull Board.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AppError } from '../src/http/errors.js';
+import { buildProcessorTable, startWorkers, type ProcessorMap } from '../workers/index.js';
+import { processorMaps } from '../workers/processors.js';
+import { HttpClient } from './helpers/http.js';
+import { ROOT_PASSWORD, startTestApp, type TestApp } from './helpers/services.js';
+import { item } from './shared/content-suite.js';
+
+const basic = (user: string, pass: string) => `Basic ${Buffer.from(`${user}:${pass}`).toString('base64')}`;
+
+/** Reads a server-sent event stream until it ends; returns the events. */
+async function readEvents(url: string, headers: Record<string, string>, onOpen?: () => void): Promise<{ event: string; data: any }[]> {
+  const res = await fetch(url, { headers });
+  expect(res.headers.get('content-type')).toMatch(/text\/event-stream/);
+  onOpen?.();
+  const text = await res.text();
+  return text
+    .split('\n\n')
+    .filter((block) => block.startsWith('event:'))
+    .map((block) => {
+      const [ev, data] = block.split('\n');
+      return { event: ev!.slice(7), data: JSON.parse(data!.slice(6)) };
+    });
+}
+
+describe('job-backed answers', () => {
+  let t: TestApp;
+  let bob: HttpClient;
+  beforeAll(async () => {
+    t = await startTestApp({ env: { JOB_INLINE_PAYLOAD_BYTES: '4000' } });
+    await t.root.post('/api/user/', { username: 'bob', password: 'bob-password' });
+    bob = new HttpClient(t.url);
+    await bob.login('bob', 'bob-password');
+  });
+  afterAll(async () => {
+    await t?.close();
+  });
+
+  it('answers synchronously by default', async () => {
+    const res = await bob.post('/api/content/batch', [item()]);
+    expect(res.status).toBe(200);
+    expect(res.body.success).toBe(1);
+  });
+
+  it('Prefer: respond-async gives 202 with jobId, state, statusUrl and Location; the status has every field', async () => {
+    const res = await bob.post('/api/content/batch', [item(), item()], { prefer: 'respond-async' });
+    expect(res.status).toBe(202);
+    expect(res.body).toEqual({ jobId: expect.stringMatching(/^content-/), state: 'waiting', statusUrl: `/api/jobs/${res.body.jobId}` });
+    expect(res.headers.get('location')).toBe(res.body.statusUrl);
+    let status;
+    for (let i = 0; i < 50; i++) {
+      status = (await bob.get(res.body.statusUrl)).body;
+      if (status.state === 'completed') break;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(status).toMatchObject({ id: res.body.jobId, queue: 'content', name: 'content.batch', state: 'completed', progress: 100, error: null, attempts: 1 });
+    expect(status.result).toMatchObject({ success: 2, failed: 0, total: 2 });
+    for (const k of ['createdAt', 'processedAt', 'finishedAt']) expect(Date.parse(status[k])).not.toBeNaN();
+  });
+
+  it('only the submitter or an admin sees a job; others get 404', async () => {
+    const { jobId } = (await bob.post('/api/content/batch', [item()], { prefer: 'respond-async' })).body;
+    await t.root.post('/api/user/', { username: 'eve', password: 'eve-password' });
+    const eve = new HttpClient(t.url);
+    await eve.login('eve', 'eve-password');
+    expect((await eve.get(`/api/jobs/${jobId}`)).status).toBe(404);
+    expect((await eve.get(`/api/jobs/${jobId}/events`)).status).toBe(404);
+    expect((await t.anon.get(`/api/jobs/${jobId}`)).status).toBe(401);
+    expect((await t.root.get(`/api/jobs/${jobId}`)).status).toBe(200);
+    expect((await bob.get(`/api/jobs/${jobId}`)).status).toBe(200);
+    for (const id of ['content-nope', 'nonsense', 'mail-01900000-0000-7000-8000-000000000000', '../../etc']) {
+      expect((await bob.get(`/api/jobs/${encodeURIComponent(id)}`)).status).toBe(404);
+    }
+  });
+
+  it('keeps large payloads out of Redis: the queue carries an id, Postgres the data, removed when done', async () => {
+    const big = Array.from({ length: 20 }, () => item({ content: 'x'.repeat(500) }));
+    const { jobId } = (await bob.post('/api/content/batch', big, { prefer: 'respond-async' })).body;
+    const job = await t.platform.jobs.getJob(jobId);
+    expect(job!.data.payload).toBeUndefined();
+    expect(job!.data.payloadRef).toBe(jobId);
+    for (let i = 0; i < 50 && (await t.platform.jobs.view((await t.platform.jobs.getJob(jobId))!)).state !== 'completed'; i++) {
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    expect((await bob.get(`/api/jobs/${jobId}`)).body.result.success).toBe(20);
+    expect(await t.platform.db('job_payloads').where({ job_id: jobId }).first()).toBeUndefined();
+  });
+
+  it('enqueue is type-checked against the job registry (npm run typecheck fails otherwise)', () => {
+    const misuse = () => {
+      // @ts-expect-error the payload of content.batch is { items: unknown[] }
+      void t.platform.jobs.enqueue('content.batch', { entries: [] }, { owner: null });
+      // @ts-expect-error there is no such job
+      void t.platform.jobs.enqueue('content.nope', { items: [] }, { owner: null });
+    };
+    expect(misuse).toBeTypeOf('function');
+  });
+});
+
+describe('waiting, progress and server-sent events', () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    // No workers at first: jobs wait until the test starts them.
+    t = await startTestApp({ workers: false, env: { SYNC_WAIT_MS: '300' } });
+  });
+  afterAll(async () => {
+    await t?.close();
+  });
+
+  it('a wait past SYNC_WAIT_MS answers 202; the events stream shows state, progress and the result', async () => {
+    const started = Date.now();
+    const res = await t.root.post('/api/content/batch', [item(), item(), item()]);
+    expect(res.status).toBe(202);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(290);
+    expect(res.body.state).toBe('waiting');
+    const url = `${t.url}${res.body.statusUrl}/events`;
+    let workers: Awaited<ReturnType<typeof startWorkers>> | undefined;
+    const events = await readEvents(url, { cookie: [...t.root.cookies].map(([k, v]) => `${k}=${v}`).join('; ') }, () => {
+      void startWorkers(t.platform, ['content']).then((w) => (workers = w));
+    });
+    expect(events[0]).toMatchObject({ event: 'state', data: { state: 'waiting', id: res.body.jobId } });
+    const progress = events.filter((e) => e.event === 'progress').map((e) => e.data.progress);
+    expect(progress).toEqual([50, 100]);
+    expect(events.at(-1)).toMatchObject({ event: 'completed', data: { result: { success: 3, failed: 0, total: 3 } } });
+    // A finished job's stream says so at once and ends.
+    const again = await readEvents(url, { cookie: [...t.root.cookies].map(([k, v]) => `${k}=${v}`).join('; ') });
+    expect(again.map((e) => e.event)).toEqual(['state', 'completed']);
+    await workers?.close(1_000);
+  });
+});
+
+describe('failures and retries', () => {
+  let t: TestApp;
+  let calls = 0;
+  const flaky: ProcessorMap = {
+    'content.batch': async ({ items }) => {
+      calls++;
+      const mode = (items[0] as { mode?: string }).mode;
+      if (mode === 'invalid') throw new AppError(422, 'This batch cannot be processed', { code: 'unprocessable' });
+      if (mode === 'flaky' && calls % 3 !== 0) throw new Error('connection reset by peer');
+      return { success: 1, failed: 0, total: 1, errors: [], created: [] };
+    },
+  };
+  beforeAll(async () => {
+    t = await startTestApp({ processors: { ...processorMaps, content: flaky }, env: { JOB_BACKOFF_MS: '20', JOB_ATTEMPTS: '5' } });
+  });
+  afterAll(async () => {
+    await t?.close();
+  });
+
+  it('a permanent failure is not retried and answers with its own status', async () => {
+    calls = 0;
+    const res = await t.root.post('/api/content/batch', [{ mode: 'invalid' }]);
+    expect(res.status).toBe(422);
+    expect(res.body).toEqual({ error: 'This batch cannot be processed' });
+    expect(calls).toBe(1);
+  });
+
+  it('a transient failure is retried with backoff until it succeeds', async () => {
+    calls = 0;
+    const res = await t.root.post('/api/content/batch', [{ mode: 'flaky' }], { prefer: 'respond-async' });
+    let status;
+    for (let i = 0; i < 100; i++) {
+      status = (await t.root.get(res.body.statusUrl)).body;
+      if (status.state === 'completed' || status.state === 'failed') break;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(status.state).toBe('completed');
+    expect(status.attempts).toBe(3);
+    expect(calls).toBe(3);
+  });
+
+  it('a failed job reports its error in the status', async () => {
+    const res = await t.root.post('/api/content/batch', [{ mode: 'invalid' }], { prefer: 'respond-async' });
+    let status;
+    for (let i = 0; i < 50; i++) {
+      status = (await t.root.get(res.body.statusUrl)).body;
+      if (status.state === 'failed') break;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(status).toMatchObject({ state: 'failed', error: { status: 422, message: 'This batch cannot be processed', code: 'unprocessable' }, result: null });
+  });
+});
+
+describe('the processor boot check', () => {
+  it('refuses a job without a processor, a job with two, and a processor for no job', () => {
+    expect(() => buildProcessorTable({})).toThrow(/job "content.batch" has no processor/);
+    expect(() => buildProcessorTable({ a: processorMaps.content!, b: processorMaps.content! })).toThrow(/job "content.batch" has two processors \(in a and b\)/);
+    expect(() => buildProcessorTable({ ...processorMaps, extra: { 'content.ghost': async () => ({}) } as unknown as ProcessorMap })).toThrow(/undeclared job "content.ghost"/);
+    expect(buildProcessorTable(processorMaps).size).toBeGreaterThan(0);
+  });
+});
+
+describe('Bull Board', () => {
+  let t: TestApp;
+  let common: HttpClient;
+  beforeAll(async () => {
+    t = await startTestApp({ workers: false });
+    await t.root.post('/api/user/', { username: 'viewer', password: 'viewer-password' });
+    await t.root.post('/api/user/', { username: 'ops', password: 'ops-password', role: 10 });
+    common = new HttpClient(t.url);
+    await common.login('viewer', 'viewer-password');
+  });
+  afterAll(async () => {
+    await t?.close();
+  });
+
+  it('asks anonymous browsers for Basic credentials (401) and never shows them the board', async () => {
+    for (const path of ['/admin/queues', '/admin/queues/', '/admin/queues/api/queues', '/admin/queues/static/x.js']) {
+      const res = await t.anon.get(path);
+      expect(res.status, path).toBe(401);
+      expect(res.headers.get('www-authenticate')).toMatch(/^Basic realm=/);
+      expect(res.text).not.toMatch(/<html/i);
+    }
+  });
+
+  it('refuses common users (403), by session or Basic, and wrong passwords (401)', async () => {
+    expect((await common.get('/admin/queues')).status).toBe(403);
+    expect((await t.anon.get('/admin/queues', { authorization: basic('viewer', 'viewer-password') })).status).toBe(403);
+    expect((await t.anon.get('/admin/queues', { authorization: basic('ops', 'wrong-password') })).status).toBe(401);
+  });
+
+  it('shows the board to admins by session or Basic, with every queue', async () => {
+    const page = await t.root.get('/admin/queues');
+    expect(page.status).toBe(200);
+    expect(page.text).toMatch(/<html/i);
+    const api = await t.anon.get('/admin/queues/api/queues', { authorization: basic('ops', 'ops-password') });
+    expect(api.status).toBe(200);
+    expect(api.body.queues.map((q: { name: string }) => q.name).sort()).toEqual(['content', 'embeddings', 'mail']);
+    expect((await t.anon.get('/admin/queues/api/queues', { authorization: basic('root', ROOT_PASSWORD) })).status).toBe(200);
+  });
+
+  it("refuses the board's write actions from another origin", async () => {
+    const res = await t.root.request('PUT', '/admin/queues/api/queues/content/pause', undefined, { origin: 'https://evil.example' });
+    expect(res.status).toBe(403);
+    const same = await t.root.request('PUT', '/admin/queues/api/queues/content/pause', undefined, { origin: t.url });
+    expect(same.status).toBe(200);
+    expect(await t.platform.jobs.queues.get('content')!.isPaused()).toBe(true);
+    await t.platform.jobs.queues.get('content')!.resume();
+  });
+});

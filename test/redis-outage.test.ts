@@ -1,0 +1,53 @@
+// Redis stops: job-backed endpoints answer 503 JSON within 2 s; when it returns, the same process recovers.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestApp, type TestApp } from './helpers/services.js';
+import { freePort, PrivateRedis } from './helpers/redis-server.js';
+import { item } from './shared/content-suite.js';
+
+let redis: PrivateRedis;
+let t: TestApp;
+
+beforeAll(async () => {
+  redis = new PrivateRedis(await freePort());
+  await redis.start();
+  t = await startTestApp({ env: { REDIS_URL: redis.url } });
+});
+
+afterAll(async () => {
+  await redis.start().catch(() => {});
+  await t?.close();
+  await redis.stop();
+});
+
+describe('Redis outage', () => {
+  it('503 within 2 s while Redis is down, and recovery without a restart', async () => {
+    expect((await t.root.post('/api/content/batch', [item()])).status).toBe(200);
+
+    await redis.stop();
+    for (const prefer of [{}, { prefer: 'respond-async' }] as Record<string, string>[]) {
+      const started = Date.now();
+      const res = await t.root.post('/api/content/batch', [item()], prefer);
+      expect(Date.now() - started).toBeLessThan(2_000);
+      expect(res.status).toBe(503);
+      expect(res.body).toEqual({ error: expect.stringMatching(/unavailable/i) });
+      expect(res.headers.get('retry-after')).toBeTruthy();
+    }
+    const ready = await t.root.get('/readyz');
+    expect(ready.status).toBe(503);
+    expect(ready.body.checks.redis).toBe('unavailable');
+    // Endpoints that need only Postgres keep working.
+    expect((await t.root.get('/api/stats')).status).toBe(200);
+    expect((await t.root.post('/api/content', item())).status).toBe(201);
+
+    await redis.start();
+    let res;
+    for (let i = 0; i < 100; i++) {
+      res = await t.root.post('/api/content/batch', [item()]);
+      if (res.status === 200) break;
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    expect(res!.status).toBe(200);
+    expect(res!.body.success).toBe(1);
+    expect((await t.root.get('/readyz')).status).toBe(200);
+  });
+});
