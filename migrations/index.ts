@@ -2,6 +2,7 @@
 import type { Knex } from 'knex';
 import * as m001 from './001_accounts.js';
 import * as m002 from './002_content.js';
+import * as m003 from './003_embeddings.js';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -11,6 +12,7 @@ interface Migration {
 const migrations: [string, Migration][] = [
   ['001_accounts', m001],
   ['002_content', m002],
+  ['003_embeddings', m003],
 ];
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -10,6 +10,7 @@ import { createRedis, withTimeout } from './redis.js';
 import { AppError, serviceUnavailable, toAppError } from './http/errors.js';
 import type { Db } from './db.js';
 import { batchPayload, type BatchResult } from './content/schema.js';
+import { generationPayload, type GenerationOutcome } from './embeddings/schema.js';
 
 export interface JobDefinition<N extends string = string, S extends z.ZodType = z.ZodType, R = unknown> {
   name: N;
@@ -19,6 +20,12 @@ export interface JobDefinition<N extends string = string, S extends z.ZodType = 
   options?: JobsOptions;
   /** Payloads above JOB_INLINE_PAYLOAD_BYTES go to Postgres and the queue carries only their id. */
   offloadLargePayloads?: boolean;
+  /**
+   * 'direct': the worker publishes the result straight to the waiting API process (Redis pub/sub)
+   * and stores only a marker in the job; no QueueEvents stream is read for it. For latency-critical
+   * jobs whose (possibly large) results matter only to whoever waits. Default 'events'.
+   */
+  reply?: 'events' | 'direct';
   /** Type-only: what the processor returns. */
   readonly __result?: R;
 }
@@ -26,7 +33,7 @@ export interface JobDefinition<N extends string = string, S extends z.ZodType = 
 /** Declares a job type. `defineJob<Result>()({ name, queue, payload })`. */
 export const defineJob =
   <R>() =>
-  <const N extends string, S extends z.ZodType>(def: { name: N; queue: QueueName; payload: S; options?: JobsOptions; offloadLargePayloads?: boolean }) =>
+  <const N extends string, S extends z.ZodType>(def: { name: N; queue: QueueName; payload: S; options?: JobsOptions; offloadLargePayloads?: boolean; reply?: 'events' | 'direct' }) =>
     def as JobDefinition<N, S, R>;
 
 /**
@@ -35,6 +42,19 @@ export const defineJob =
  */
 export const jobDefinitions = {
   'content.batch': defineJob<BatchResult>()({ name: 'content.batch', queue: 'content', payload: batchPayload, offloadLargePayloads: true }),
+  'embeddings.create': defineJob<GenerationOutcome[]>()({
+    name: 'embeddings.create',
+    queue: 'embeddings',
+    payload: generationPayload,
+    reply: 'direct',
+    // Someone is waiting on every one of these: retry briefly, keep little.
+    options: {
+      attempts: 3,
+      backoff: { type: 'exponential', delay: 500, jitter: 0.5 },
+      removeOnComplete: { age: 60, count: 1000 },
+      removeOnFail: { age: 3600, count: 1000 },
+    },
+  }),
 } satisfies Record<string, JobDefinition>;
 
 export type JobRegistry = typeof jobDefinitions;
@@ -50,7 +70,15 @@ export interface JobEnvelope<P = unknown> {
   payload?: P;
   /** Set when the payload was too large for the queue: it is in job_payloads under the job id. */
   payloadRef?: string;
+  /** For 'direct' replies: the pub/sub channel of the process waiting for the result. */
+  replyTo?: string;
 }
+
+/** What a worker publishes on a replyTo channel. */
+export type DirectReply = { id: string; result: unknown } | { id: string; error: ReturnType<AppError['toJSON']> };
+
+/** What a 'direct' job keeps as its return value: the result itself went to the waiter. */
+export const DELIVERED = { delivered: true } as const;
 
 /** The payload of a job, from the envelope or from Postgres. */
 export async function loadPayload(db: Db, envelope: JobEnvelope): Promise<unknown> {
@@ -100,7 +128,8 @@ export function decodeFailure(reason: string | undefined): AppError {
       // fall through
     }
   }
-  return new AppError(500, 'Job failed', { code: 'job_failed' });
+  // Reasons BullMQ writes itself (stalled too often, lock lost) are not secrets; say them.
+  return new AppError(500, reason ? `Job failed: ${reason.split('\n')[0]!.slice(0, 300)}` : 'Job failed', { code: 'job_failed' });
 }
 
 export function queueOfJobId(id: string): QueueName | undefined {
@@ -136,6 +165,9 @@ export class JobClient {
   private readonly events = new Map<QueueName, QueueEvents>();
   private readonly listeners = new Map<string, Set<(e: JobEvent) => void>>();
   private eventsRedis?: Redis;
+  private replies?: Redis;
+  /** This process's channel for 'direct' replies. */
+  readonly replyChannel: string;
 
   constructor(
     private readonly config: Config,
@@ -143,6 +175,7 @@ export class JobClient {
     private readonly log: Logger,
     private readonly db: Db,
   ) {
+    this.replyChannel = `${config.QUEUE_PREFIX}:replies:${uuidv7()}`;
     for (const name of queueNames) {
       const queue = new Queue(name, {
         connection: producer,
@@ -157,10 +190,25 @@ export class JobClient {
 
   /** Starts listening for job events (API processes only). */
   async listen(): Promise<void> {
-    if (this.events.size) return;
+    if (this.events.size || this.replies) return;
     this.eventsRedis = createRedis(this.config.REDIS_URL, 'worker', 'events');
+    this.replies = createRedis(this.config.REDIS_URL, 'worker', 'replies');
+    this.replies.on('message', (_channel: string, message: string) => {
+      try {
+        const reply = JSON.parse(message) as DirectReply;
+        if ('error' in reply) this.emit(reply.id, { type: 'failed', error: AppError.fromJSON(reply.error) });
+        else this.emit(reply.id, { type: 'completed', result: reply.result });
+      } catch (err) {
+        this.log.warn({ err }, 'unreadable job reply');
+      }
+    });
+    await this.replies.connect();
+    await this.replies.subscribe(this.replyChannel);
     const ready: Promise<unknown>[] = [];
+    const defs = Object.values(jobDefinitions as Record<string, JobDefinition>);
     for (const name of queueNames) {
+      // A queue whose jobs all reply directly has no events anyone waits for.
+      if (defs.some((d) => d.queue === name) && defs.filter((d) => d.queue === name).every((d) => d.reply === 'direct')) continue;
       const qe = new QueueEvents(name, { connection: this.eventsRedis, prefix: this.config.QUEUE_PREFIX });
       qe.on('error', (err) => this.log.warn({ err, queue: name }, 'queue events error'));
       qe.on('completed', ({ jobId, returnvalue }) => this.emit(jobId, { type: 'completed', result: returnvalue }));
@@ -199,6 +247,7 @@ export class JobClient {
     const id = meta.jobId ?? `${def.queue}-${uuidv7()}`;
     const queue = this.queues.get(def.queue)!;
     const data: JobEnvelope = { owner: meta.owner, requestId: meta.requestId, payload };
+    if (def.reply === 'direct') data.replyTo = this.replyChannel;
     if (def.offloadLargePayloads) {
       const json = JSON.stringify(payload);
       if (Buffer.byteLength(json) > this.config.JOB_INLINE_PAYLOAD_BYTES) {
@@ -282,18 +331,20 @@ export class JobClient {
   }
 
   private async finalState(id: string): Promise<Exclude<JobEvent, { type: 'progress' }> | undefined> {
-    const job = await this.getJob(id);
+    let job = await this.getJob(id);
     if (!job) return undefined;
-    if (job.finishedOn && !job.failedReason) return { type: 'completed', result: job.returnvalue };
     const state = await job.getState();
-    if (state === 'completed') return { type: 'completed', result: job.returnvalue };
-    if (state === 'failed') return { type: 'failed', error: decodeFailure(job.failedReason) };
-    return undefined;
+    if (state !== 'completed' && state !== 'failed') return undefined;
+    if (!job.finishedOn) job = (await this.getJob(id)) ?? job;
+    return state === 'completed' ? { type: 'completed', result: job.returnvalue } : { type: 'failed', error: decodeFailure(job.failedReason) };
   }
 
-  async view(job: Job<JobEnvelope>): Promise<JobView> {
+  async view(loaded: Job<JobEnvelope>): Promise<JobView> {
+    let job = loaded;
     const raw = await job.getState();
     const state = STATE_MAP[raw] ?? 'waiting';
+    // The job may have finished between loading it and reading its state: then reload its data.
+    if ((state === 'completed' || state === 'failed') && !job.finishedOn) job = (await this.getJob(job.id!)) ?? job;
     const failed = state === 'failed' ? decodeFailure(job.failedReason) : null;
     return {
       id: job.id!,
@@ -314,6 +365,7 @@ export class JobClient {
     await Promise.allSettled([...this.events.values()].map((qe) => qe.close()));
     await Promise.allSettled([...this.queues.values()].map((q) => q.close()));
     this.eventsRedis?.disconnect();
+    this.replies?.disconnect();
     this.events.clear();
   }
 }

@@ -10,6 +10,8 @@ import { FailureLimiter } from './http/ratelimit.js';
 import { ensureRootUser } from './accounts/store.js';
 import { hashPassword } from './accounts/passwords.js';
 import type { AuthUser } from './http/auth.js';
+import { ChannelDirectory } from './accounts/channels.js';
+import { UsageRecorder } from './accounts/usage.js';
 
 export interface Platform {
   config: Config;
@@ -24,6 +26,10 @@ export interface Platform {
   /** Verified HTTP Basic pairs (Bull Board), kept for a minute. */
   basicCache: TtlCache<AuthUser>;
   loginLimiter: FailureLimiter;
+  /** Upstream channels of area A, re-read every 2 s. */
+  channels: ChannelDirectory;
+  /** Request counters for free calls, written once a second. */
+  usage: UsageRecorder;
   /** Redis key prefix for everything that is not a queue. */
   keyPrefix: string;
   close(): Promise<void>;
@@ -40,7 +46,6 @@ export async function createPlatform(config: Config, log: Logger, opts: Platform
   const secrets = createSecrets(loadSecretKey(config, log));
   const redis = createRedis(config.REDIS_URL, 'producer', 'api');
   const db = await createDb(config);
-  const closers: (() => Promise<unknown>)[] = [];
   try {
     await redis.connect();
     await checkEvictionPolicy(redis, log);
@@ -65,8 +70,10 @@ export async function createPlatform(config: Config, log: Logger, opts: Platform
     basicCache: new TtlCache(60_000, 1_000),
     loginLimiter: new FailureLimiter(redis, `${config.QUEUE_PREFIX}:login-failures`, config.LOGIN_WINDOW_SECONDS),
     keyPrefix: config.QUEUE_PREFIX,
+    channels: new ChannelDirectory(db),
+    usage: new UsageRecorder(db, log),
     async close() {
-      for (const c of closers) await c().catch(() => {});
+      await platform.usage.flush();
       await jobs.close();
       await redis.quit().catch(() => redis.disconnect());
       await db.destroy();

@@ -31,6 +31,14 @@ export async function runProcess(
 ): Promise<void> {
   const config = loadConfigOrExit();
   const log = createLogger(config.LOG_LEVEL, name);
+  // Catch SIGTERM/SIGINT from the first moment: one that arrives while starting up is honoured
+  // as soon as start-up finishes, instead of killing the process half-started.
+  let signalled: string | undefined;
+  let onSignal = (signal: string) => {
+    signalled ??= signal;
+  };
+  process.once('SIGTERM', () => onSignal('SIGTERM'));
+  process.once('SIGINT', () => onSignal('SIGINT'));
   if (opts.requireServerDb && config.embeddedDb) fatal(opts.requireServerDb);
 
   let redisHandle: RedisHandle;
@@ -88,8 +96,8 @@ export async function runProcess(
       process.exit(1);
     }
   };
-  process.once('SIGTERM', () => void shutdown('SIGTERM'));
-  process.once('SIGINT', () => void shutdown('SIGINT'));
+  onSignal = (signal) => void shutdown(signal);
+  if (signalled) void shutdown(signalled);
 }
 
 export type { Logger };

@@ -7,6 +7,17 @@ import { HttpClient } from './helpers/http.js';
 import { ROOT_PASSWORD, startTestApp, type TestApp } from './helpers/services.js';
 import { item } from './shared/content-suite.js';
 
+/** Polls a job's status until it is completed or failed (or 20 s pass). */
+async function settled(c: HttpClient, statusUrl: string) {
+  let status;
+  for (let i = 0; i < 400; i++) {
+    status = (await c.get(statusUrl)).body;
+    if (status.state === 'completed' || status.state === 'failed') break;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return status;
+}
+
 const basic = (user: string, pass: string) => `Basic ${Buffer.from(`${user}:${pass}`).toString('base64')}`;
 
 /** Reads a server-sent event stream until it ends; returns the events. */
@@ -48,12 +59,7 @@ describe('job-backed answers', () => {
     expect(res.status).toBe(202);
     expect(res.body).toEqual({ jobId: expect.stringMatching(/^content-/), state: 'waiting', statusUrl: `/api/jobs/${res.body.jobId}` });
     expect(res.headers.get('location')).toBe(res.body.statusUrl);
-    let status;
-    for (let i = 0; i < 50; i++) {
-      status = (await bob.get(res.body.statusUrl)).body;
-      if (status.state === 'completed') break;
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    const status = await settled(bob, res.body.statusUrl);
     expect(status).toMatchObject({ id: res.body.jobId, queue: 'content', name: 'content.batch', state: 'completed', progress: 100, error: null, attempts: 1 });
     expect(status.result).toMatchObject({ success: 2, failed: 0, total: 2 });
     for (const k of ['createdAt', 'processedAt', 'finishedAt']) expect(Date.parse(status[k])).not.toBeNaN();
@@ -160,25 +166,15 @@ describe('failures and retries', () => {
   it('a transient failure is retried with backoff until it succeeds', async () => {
     calls = 0;
     const res = await t.root.post('/api/content/batch', [{ mode: 'flaky' }], { prefer: 'respond-async' });
-    let status;
-    for (let i = 0; i < 100; i++) {
-      status = (await t.root.get(res.body.statusUrl)).body;
-      if (status.state === 'completed' || status.state === 'failed') break;
-      await new Promise((r) => setTimeout(r, 50));
-    }
-    expect(status.state).toBe('completed');
+    const status = await settled(t.root, res.body.statusUrl);
+    expect(status, JSON.stringify(status)).toMatchObject({ state: 'completed' });
     expect(status.attempts).toBe(3);
     expect(calls).toBe(3);
   });
 
   it('a failed job reports its error in the status', async () => {
     const res = await t.root.post('/api/content/batch', [{ mode: 'invalid' }], { prefer: 'respond-async' });
-    let status;
-    for (let i = 0; i < 50; i++) {
-      status = (await t.root.get(res.body.statusUrl)).body;
-      if (status.state === 'failed') break;
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    const status = await settled(t.root, res.body.statusUrl);
     expect(status).toMatchObject({ state: 'failed', error: { status: 422, message: 'This batch cannot be processed', code: 'unprocessable' }, result: null });
   });
 });

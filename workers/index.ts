@@ -7,7 +7,7 @@ import type { Platform } from '../src/platform.js';
 import { createRedis } from '../src/redis.js';
 import { AppError, toAppError } from '../src/http/errors.js';
 import { describeIssue } from '../src/http/validate.js';
-import { dropPayload, encodeFailure, jobDefinitions, loadPayload, type JobDefinition, type JobEnvelope, type JobName, type ParsedPayloadOf, type ResultOf } from '../src/jobs.js';
+import { DELIVERED, dropPayload, encodeFailure, jobDefinitions, loadPayload, type DirectReply, type JobDefinition, type JobEnvelope, type JobName, type ParsedPayloadOf, type ResultOf } from '../src/jobs.js';
 import { processorMaps } from './processors.js';
 
 export interface ProcessorContext {
@@ -112,14 +112,19 @@ async function dispatch(p: Platform, table: Map<string, { fn: Processor }>, job:
   if (!parsed.success) {
     throw new UnrecoverableError(encodeFailure(new AppError(400, `Invalid job payload: ${describeIssue(parsed.error.issues[0]!)}`, { code: 'invalid_payload' })));
   }
+  const replyTo = job.data.replyTo;
   try {
     const result = await entry.fn(parsed.data as never, { job, platform: p, log, owner: job.data.owner ?? null, signal });
     await dropPayload(p.db, job.data).catch((err) => log.warn({ err }, 'could not remove the stored payload'));
-    return result;
+    if (!replyTo) return result;
+    await p.redis.publish(replyTo, JSON.stringify({ id: job.id!, result } satisfies DirectReply));
+    return DELIVERED;
   } catch (raw) {
     if (raw instanceof UnrecoverableError) throw raw;
     const err = toAppError(raw);
     if (err.status >= 500 && !(raw instanceof AppError)) log.error({ err: raw }, 'job failed');
+    const final = !err.retriable || job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
+    if (replyTo && final) await p.redis.publish(replyTo, JSON.stringify({ id: job.id!, error: err.toJSON() } satisfies DirectReply)).catch(() => {});
     const reason = encodeFailure(err);
     const wrapped = err.retriable ? new Error(reason) : new UnrecoverableError(reason);
     // Keep the original stack for Bull Board, under the encoded reason.

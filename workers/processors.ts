@@ -1,7 +1,9 @@
 // The processors of every area, by area; workers/index.ts checks that each job has exactly one.
 import type { ProcessorMap } from './index.js';
 import { contentProcessors } from './content.js';
+import { embeddingsProcessors } from './embeddings.js';
 
 export const processorMaps: Record<string, ProcessorMap> = {
   content: contentProcessors,
+  embeddings: embeddingsProcessors,
 };

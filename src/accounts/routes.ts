@@ -3,7 +3,7 @@ import crypto from 'node:crypto';
 import { Router } from '@koa/router';
 import type { Context } from 'koa';
 import type { Platform } from '../platform.js';
-import { authorize, clientIp, forgetApiKey, loginLimits, SESSION_COOKIE, type Principal } from '../http/auth.js';
+import { authorize, clientIp, forgetApiKeys, loginLimits, SESSION_COOKIE, type Principal } from '../http/auth.js';
 import { envelope, envelopeList } from '../http/envelope.js';
 import { badRequest, forbidden, notFound, tooManyRequests, unauthorized } from '../http/errors.js';
 import { parse } from '../http/validate.js';
@@ -227,7 +227,7 @@ export function accountsRouter(p: Platform): Router {
       if (isExhausted(next)) throw badRequest('This token has no quota left; raise remain_quota or set unlimited_quota before enabling it', { code: 'token_exhausted' });
     }
     const row = await store.updateToken(p.db, me.id, body.id, patch);
-    forgetApiKey(p, current.key_hash);
+    forgetApiKeys(p);
     envelope(ctx, publicToken(row!));
   };
   router.put('/api/token/', (ctx) => updateToken(ctx, undefined));
@@ -238,7 +238,7 @@ export function accountsRouter(p: Platform): Router {
     const row = await store.getToken(p.db, me.id, id(ctx));
     if (!row) throw notFound('Token not found');
     await store.deleteToken(p.db, me.id, row.id);
-    forgetApiKey(p, row.key_hash);
+    forgetApiKeys(p);
     envelope(ctx);
   });
 

@@ -244,3 +244,74 @@ export async function redeemCode(db: Db, key: string, userId: number): Promise<R
 export function escapeLike(s: string): string {
   return s.replace(/[\\%_]/g, (c) => `\\${c}`);
 }
+
+// ---------------------------------------------------------------------------------------------
+// quota
+
+export type QuotaShortfall = { ok: false; which: 'user' | 'token'; left: number };
+
+/**
+ * Takes `amount` from the user's quota and, unless the token is unlimited, from the token's
+ * remain_quota, in one transaction. Each UPDATE is conditional (quota >= amount), so concurrent
+ * calls can never take a balance below zero: the loser gets a shortfall and nothing is taken.
+ */
+export async function reserveQuota(db: Db, userId: number, token: { id: number; unlimited: boolean } | null, amount: number): Promise<{ ok: true } | QuotaShortfall> {
+  if (amount <= 0) return { ok: true };
+  class Shortfall extends Error {
+    constructor(readonly which: 'user' | 'token', readonly left: number) {
+      super('quota shortfall');
+    }
+  }
+  try {
+    await db.transaction(async (trx) => {
+      const user = await trx('users').where({ id: userId }).andWhere('quota', '>=', amount).decrement('quota', amount).returning('id');
+      if (user.length === 0) {
+        const row = await trx('users').where({ id: userId }).first('quota');
+        throw new Shortfall('user', Number(row?.quota ?? 0));
+      }
+      if (token && !token.unlimited) {
+        const tok = await trx('tokens').where({ id: token.id }).andWhere('remain_quota', '>=', amount).decrement('remain_quota', amount).returning('id');
+        if (tok.length === 0) {
+          const row = await trx('tokens').where({ id: token.id }).first('remain_quota');
+          // Throwing rolls back the user's part too.
+          throw new Shortfall('token', Number(row?.remain_quota ?? 0));
+        }
+      }
+    });
+    return { ok: true };
+  } catch (err) {
+    if (err instanceof Shortfall) return { ok: false, which: err.which, left: err.left };
+    throw err;
+  }
+}
+
+/**
+ * Settles a reservation once the real cost is known: returns the difference (or takes the extra,
+ * never below zero) and counts the spend in used_quota and request_count.
+ */
+export async function settleQuota(db: Db, userId: number, token: { id: number; unlimited: boolean } | null, reserved: number, actual: number): Promise<void> {
+  const delta = actual - reserved;
+  await db.transaction(async (trx) => {
+    await trx('users')
+      .where({ id: userId })
+      .update({
+        quota: trx.raw('greatest(quota - ?, 0)', [delta]),
+        used_quota: trx.raw('used_quota + ?', [actual]),
+        request_count: trx.raw('request_count + 1'),
+      });
+    if (token) {
+      const patch: Record<string, unknown> = { used_quota: trx.raw('used_quota + ?', [actual]), accessed_time: Math.floor(Date.now() / 1000) };
+      if (!token.unlimited) patch.remain_quota = trx.raw('greatest(remain_quota - ?, 0)', [delta]);
+      await trx('tokens').where({ id: token.id }).update(patch);
+    }
+  });
+}
+
+/** Gives a whole reservation back (the call failed). */
+export async function refundQuota(db: Db, userId: number, token: { id: number; unlimited: boolean } | null, reserved: number): Promise<void> {
+  if (reserved <= 0) return;
+  await db.transaction(async (trx) => {
+    await trx('users').where({ id: userId }).increment('quota', reserved);
+    if (token && !token.unlimited) await trx('tokens').where({ id: token.id }).increment('remain_quota', reserved);
+  });
+}

@@ -1,6 +1,6 @@
 // Area C's item and query rules, with the exact error strings of content-analyzer's API.
 import { z } from 'zod';
-import { describeIssue } from '../http/validate.js';
+import { describeIssue, httpUrl } from '../http/validate.js';
 
 export const MISSING_FIELDS = 'Missing required fields: source, url, summary, content, score';
 export const SCORE_RANGE = 'Score must be between 0 and 10';
@@ -13,18 +13,6 @@ export const MAX_BATCH = 100;
 export const MAX_CONTENT_BYTES = 1024 * 1024;
 
 const REQUIRED = ['source', 'url', 'summary', 'content', 'score'] as const;
-
-const httpUrl = z
-  .string({ error: 'must be a string' })
-  .max(2048, 'must be at most 2048 characters')
-  .refine((v) => {
-    try {
-      const u = new URL(v);
-      return (u.protocol === 'http:' || u.protocol === 'https:') && u.hostname !== '';
-    } catch {
-      return false;
-    }
-  }, 'must be an absolute http(s) URL');
 
 const optionalText = (max: number) =>
   z
@@ -47,7 +35,7 @@ const isoDate = z
 /** The fields after the required-field and score checks (which have their own messages). */
 const itemFields = z.object({
   source: z.string({ error: 'must be a string' }).trim().min(1, 'must be 1-64 characters').max(64, 'must be 1-64 characters'),
-  url: httpUrl,
+  url: httpUrl(2048),
   title: optionalText(500),
   summary: z.string({ error: 'must be a string' }).max(2000, 'must be at most 2000 characters'),
   content: z

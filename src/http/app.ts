@@ -8,6 +8,8 @@ import { bodyParser } from './body.js';
 import { healthRouter } from './health.js';
 import { accountsRouter } from '../accounts/routes.js';
 import { contentRouter } from '../content/routes.js';
+import { channelsRouter } from '../accounts/channel-routes.js';
+import { embeddingsRouter } from '../embeddings/routes.js';
 import { jobsRouter } from './jobs.js';
 import { boardGuard, boardPlugin } from './board.js';
 
@@ -16,7 +18,7 @@ export function createApp(p: Platform): Koa {
   app.silent = true;
   app.on('error', (err) => p.log.debug({ err }, 'koa error event'));
 
-  const routers: Router[] = [healthRouter(p), accountsRouter(p), jobsRouter(p), contentRouter(p)];
+  const routers: Router[] = [healthRouter(p), embeddingsRouter(p), accountsRouter(p), channelsRouter(p), jobsRouter(p), contentRouter(p)];
 
   app.use(requestContext(p));
   app.use(errorMiddleware());

@@ -3,7 +3,7 @@ import type { Context, Middleware, Next } from 'koa';
 import type { Platform } from '../platform.js';
 import { findSessionUser, findTokenByKeyHash, findUserByAccessTokenHash, findUserByUsername, type TokenWithUser } from '../accounts/store.js';
 import { USER_STATUS, type UserRow } from '../accounts/schema.js';
-import { ipAllowed, isApiKey, isExpired } from '../accounts/tokens.js';
+import { ipAllowed, isApiKey, isExhausted, isExpired } from '../accounts/tokens.js';
 import { verifyPassword, burnVerification } from '../accounts/passwords.js';
 import { sha256Hex } from '../secrets.js';
 import { forbidden, tooManyRequests, unauthorized } from './errors.js';
@@ -45,17 +45,18 @@ export function clientIp(ctx: Context): string {
 
 /** Looks up an sk- key (cached briefly); undefined when no such key exists. */
 export async function lookupApiKey(p: Platform, key: string): Promise<TokenWithUser | undefined> {
-  const hash = sha256Hex(key);
-  const cacheKey = `key:${hash}`;
+  // Cached under the key itself: a hit costs no hashing on the hot path.
+  const cacheKey = `key:${key}`;
   const cached = p.authCache.get(cacheKey) as TokenWithUser | undefined;
   if (cached) return cached;
-  const row = await findTokenByKeyHash(p.db, hash);
+  const row = await findTokenByKeyHash(p.db, sha256Hex(key));
   if (row) p.authCache.set(cacheKey, row);
   return row;
 }
 
-export function forgetApiKey(p: Platform, keyHash: string) {
-  p.authCache.delete(`key:${keyHash}`);
+/** A token changed: forget every cached credential of this process (the rest expire within AUTH_CACHE_MS). */
+export function forgetApiKeys(p: Platform) {
+  p.authCache.clear();
 }
 
 function bearer(ctx: Context): string | undefined {
@@ -177,6 +178,28 @@ export async function authorize(ctx: Context, p: Platform, minRole = 1, opts: { 
   // Cookies and Basic credentials are sent by browsers on their own: those writes must be same-origin.
   if (principal.via === 'session' || principal.via === 'basic') checkSameOrigin(ctx, p);
   if (principal.user.role < minRole) throw forbidden('Insufficient role for this action', { code: 'insufficient_role' });
+  ctx.state.principal = principal;
+  return principal;
+}
+
+/**
+ * The /v1 credential: an sk- API key only, checked the way one-api's relay does (401 for an
+ * unusable key, 403 for a refused address or a disabled user), with OpenAI's error codes.
+ */
+export async function authorizeApiKey(ctx: Context, p: Platform): Promise<Principal> {
+  const key = bearer(ctx);
+  if (!key) {
+    throw unauthorized("You didn't provide an API key. Send it in the Authorization header as: Authorization: Bearer sk-...", { code: 'missing_api_key', type: 'invalid_request_error' });
+  }
+  const token = isApiKey(key) ? await lookupApiKey(p, key) : undefined;
+  const shown = key.length > 10 ? `${key.slice(0, 6)}****${key.slice(-4)}` : '****';
+  if (!token) throw unauthorized(`Incorrect API key provided: ${shown}.`, { code: 'invalid_api_key', type: 'invalid_request_error' });
+  if (token.status !== 1) throw unauthorized('This API key is disabled.', { code: 'token_disabled', type: 'invalid_request_error' });
+  if (isExpired(token)) throw unauthorized('This API key has expired.', { code: 'token_expired', type: 'invalid_request_error' });
+  if (isExhausted(token)) throw unauthorized('This API key has no quota left (remain_quota is 0 and it is not unlimited).', { code: 'token_exhausted', type: 'insufficient_quota' });
+  if (!ipAllowed(token.subnet, clientIp(ctx))) throw forbidden('This API key may not be used from your IP address.', { code: 'ip_not_allowed', type: 'invalid_request_error' });
+  if (token.user_status !== USER_STATUS.enabled) throw forbidden('The user of this API key is disabled.', { code: 'user_disabled', type: 'invalid_request_error' });
+  const principal: Principal = { via: 'api_key', token, user: { id: token.user_id, username: token.username, role: token.user_role, status: token.user_status } };
   ctx.state.principal = principal;
   return principal;
 }

@@ -1,5 +1,5 @@
 // The one validation helper: parse with zod, or throw a 400 that names the field at fault.
-import type { z } from 'zod';
+import { z } from 'zod';
 import { badRequest, type AppErrorOptions } from './errors.js';
 
 export function describeIssue(issue: z.core.$ZodIssue): string {
@@ -13,4 +13,19 @@ export function parse<S extends z.ZodType>(schema: S, input: unknown, opts?: App
   const issue = result.error.issues[0]!;
   const param = issue.path.length ? issue.path.map(String).join('.') : null;
   throw badRequest(describeIssue(issue), { param, ...opts });
+}
+
+/** A string that is an absolute http(s) URL of at most `max` characters. */
+export function httpUrl(max: number) {
+  return z
+    .string({ error: 'must be a string' })
+    .max(max, `must be at most ${max} characters`)
+    .refine((v) => {
+      try {
+        const u = new URL(v);
+        return (u.protocol === 'http:' || u.protocol === 'https:') && u.hostname !== '';
+      } catch {
+        return false;
+      }
+    }, 'must be an absolute http(s) URL');
 }

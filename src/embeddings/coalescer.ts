@@ -1,0 +1,74 @@
+// Gathers local-model calls into shared jobs, sized by load, and fans the results back out.
+import type { Platform } from '../platform.js';
+import { AppError } from '../http/errors.js';
+import type { GenerationOutcome, GenerationRequest } from './schema.js';
+
+interface Pending {
+  req: GenerationRequest;
+  resolve: (o: GenerationOutcome) => void;
+  reject: (e: unknown) => void;
+}
+
+const MAX_REQUESTS = 64;
+const MAX_INPUTS = 2048;
+
+/**
+ * One job per request would cap the gateway at the queue's round-trip rate; one job per burst of
+ * requests does not. The batching adapts to load: while fewer than EMBEDDINGS_MAX_IN_FLIGHT jobs
+ * are out, calls go at once (after the current tick, so a burst travels together); when that many
+ * are out, calls wait for one to come back and then leave together. Light load gets the lowest
+ * latency, heavy load the biggest jobs. Upstream calls are not gathered: each gets its own job,
+ * retried on its own.
+ */
+export class EmbeddingsCoalescer {
+  private pending: Pending[] = [];
+  private inFlight = 0;
+  private scheduled = false;
+
+  constructor(private readonly p: Platform) {}
+
+  submit(req: GenerationRequest, gather: boolean): Promise<GenerationOutcome> {
+    return new Promise((resolve, reject) => {
+      const entry = { req, resolve, reject };
+      if (!gather) {
+        void this.dispatch([entry]);
+        return;
+      }
+      this.pending.push(entry);
+      if (!this.scheduled) {
+        this.scheduled = true;
+        setImmediate(() => {
+          this.scheduled = false;
+          this.pump();
+        });
+      }
+    });
+  }
+
+  private pump() {
+    while (this.pending.length && this.inFlight < this.p.config.EMBEDDINGS_MAX_IN_FLIGHT) {
+      const batch: Pending[] = [];
+      let inputs = 0;
+      while (this.pending.length && batch.length < MAX_REQUESTS && (batch.length === 0 || inputs + this.pending[0]!.req.inputs.length <= MAX_INPUTS)) {
+        const next = this.pending.shift()!;
+        inputs += next.req.inputs.length;
+        batch.push(next);
+      }
+      this.inFlight++;
+      void this.dispatch(batch).finally(() => {
+        this.inFlight--;
+        this.pump();
+      });
+    }
+  }
+
+  private async dispatch(batch: Pending[]) {
+    try {
+      const run = await this.p.jobs.run('embeddings.create', { requests: batch.map((b) => b.req) }, { owner: null, waitMs: this.p.config.SYNC_WAIT_MS });
+      if (!run.done || !Array.isArray(run.result)) throw new AppError(504, 'Embedding generation did not finish in time; try again.', { code: 'timeout', type: 'server_error' });
+      batch.forEach((b, i) => b.resolve(run.result[i]!));
+    } catch (err) {
+      for (const b of batch) b.reject(err);
+    }
+  }
+}

@@ -1,0 +1,36 @@
+// Which models exist: the built-in local ones and whatever enabled, priced channels serve.
+import type { Config } from '../config.js';
+import type { ChannelDirectory, ChannelEntry } from '../accounts/channels.js';
+import { AppError, badRequest, notFound } from '../http/errors.js';
+import { LOCAL_HASH_DEFAULT_DIMENSIONS, LOCAL_HASH_MAX_DIMENSIONS, LOCAL_HASH_MODEL } from './localHash.js';
+
+export type ResolvedModel =
+  | { kind: 'local'; name: string; price: number; defaultDimensions: number; maxDimensions: number }
+  | { kind: 'upstream'; name: string; price: number; channels: ChannelEntry[] };
+
+export const LOCAL_MODELS = [LOCAL_HASH_MODEL] as const;
+
+export function isLocalModel(name: string): boolean {
+  return (LOCAL_MODELS as readonly string[]).includes(name);
+}
+
+/** Resolves a model name or throws the OpenAI-shaped error: 404 unknown, 400 unpriced, 503 no channel. */
+export async function resolveModel(config: Config, channels: ChannelDirectory, name: string): Promise<ResolvedModel> {
+  if (name === LOCAL_HASH_MODEL) {
+    return { kind: 'local', name, price: config.LOCAL_MODEL_PRICE, defaultDimensions: LOCAL_HASH_DEFAULT_DIMENSIONS, maxDimensions: LOCAL_HASH_MAX_DIMENSIONS };
+  }
+  const a = await channels.availability(name);
+  switch (a.kind) {
+    case 'unknown':
+      throw notFound(`The model '${name}' does not exist or you do not have access to it.`, { code: 'model_not_found', param: 'model', type: 'invalid_request_error' });
+    case 'no-channel':
+      throw new AppError(503, `No available channel for model '${name}': every channel that serves it is disabled.`, { code: 'no_available_channel', type: 'server_error' });
+    case 'no-price':
+      throw badRequest(`The model '${name}' has no price configured, so it cannot be used: an admin must set a price on one of its channels.`, { code: 'model_price_not_set', param: 'model' });
+    default:
+      return { kind: 'upstream', name, price: a.price, channels: a.channels };
+  }
+}
+
+/** Quota for a call: price is quota per 1K tokens, rounded up. */
+export const costOf = (tokens: number, price: number) => (price > 0 ? Math.ceil((tokens * price) / 1000) : 0);

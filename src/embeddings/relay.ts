@@ -1,0 +1,174 @@
+// Forwarding an embeddings call to upstream channels: priority tiers, weighted choice, failover, Retry-After.
+import type { Platform } from '../platform.js';
+import { autoDisableChannel, type ChannelEntry } from '../accounts/channels.js';
+import { AppError } from '../http/errors.js';
+
+export interface RelayResult {
+  vectors: Float32Array[];
+  /** The upstream's own count, when it reported one. */
+  promptTokens: number | null;
+  channel: ChannelEntry;
+}
+
+/** Highest priority first; inside a tier, a weighted random order (weight 0 goes last). */
+export function channelOrder(channels: ChannelEntry[], random = Math.random): ChannelEntry[] {
+  const tiers = new Map<number, ChannelEntry[]>();
+  for (const c of channels) tiers.set(c.priority, [...(tiers.get(c.priority) ?? []), c]);
+  const out: ChannelEntry[] = [];
+  for (const priority of [...tiers.keys()].sort((a, b) => b - a)) {
+    const left = [...tiers.get(priority)!];
+    while (left.length) {
+      const total = left.reduce((s, c) => s + Math.max(c.weight, 0), 0);
+      let pick = 0;
+      if (total > 0) {
+        let r = random() * total;
+        pick = left.findIndex((c) => (r -= Math.max(c.weight, 0)) < 0);
+        if (pick < 0) pick = left.length - 1;
+      }
+      out.push(left.splice(pick, 1)[0]!);
+    }
+  }
+  return out;
+}
+
+export function upstreamUrl(baseUrl: string): string {
+  return /\/v1$/.test(baseUrl) ? `${baseUrl}/embeddings` : `${baseUrl}/v1/embeddings`;
+}
+
+/** Retry-After (seconds or an HTTP date) or OpenAI's retry-after-ms, in milliseconds. */
+export function retryAfterMs(headers: Headers): number | undefined {
+  const ms = Number(headers.get('retry-after-ms'));
+  if (Number.isFinite(ms) && ms > 0) return ms;
+  const ra = headers.get('retry-after');
+  if (!ra) return undefined;
+  const secs = Number(ra);
+  if (Number.isFinite(secs)) return Math.max(0, secs * 1000);
+  const date = Date.parse(ra);
+  return Number.isNaN(date) ? undefined : Math.max(0, date - Date.now());
+}
+
+const cooldownKey = (p: Platform, id: number) => `${p.keyPrefix}:channel-cooldown:${id}`;
+
+async function coolingUntil(p: Platform, channels: ChannelEntry[]): Promise<Map<number, number>> {
+  const values = await p.redis.mget(channels.map((c) => cooldownKey(p, c.id))).catch(() => channels.map(() => null));
+  const now = Date.now();
+  const out = new Map<number, number>();
+  channels.forEach((c, i) => {
+    const until = Number(values[i]);
+    if (until > now) out.set(c.id, until);
+  });
+  return out;
+}
+
+function upstreamMessage(text: string): string {
+  try {
+    const body = JSON.parse(text) as { error?: { message?: string } | string; message?: string };
+    const m = typeof body.error === 'string' ? body.error : (body.error?.message ?? body.message);
+    if (m) return String(m).slice(0, 500);
+  } catch {
+    // not JSON
+  }
+  return text.slice(0, 200) || '(empty body)';
+}
+
+function parseVectors(body: unknown, expected: number, dimensions?: number): Float32Array[] {
+  const data = (body as { data?: { index?: number; embedding?: unknown }[] })?.data;
+  if (!Array.isArray(data) || data.length !== expected) throw new Error(`expected ${expected} embeddings, got ${Array.isArray(data) ? data.length : 'none'}`);
+  const out: Float32Array[] = new Array(expected);
+  data.forEach((d, i) => {
+    const index = typeof d.index === 'number' ? d.index : i;
+    const e = d.embedding;
+    let v: Float32Array;
+    if (Array.isArray(e) && e.every((x) => typeof x === 'number')) v = Float32Array.from(e as number[]);
+    else if (typeof e === 'string') {
+      const buf = Buffer.from(e, 'base64');
+      v = new Float32Array(Uint8Array.from(buf).buffer);
+    } else throw new Error(`embedding ${i} is not a list of numbers`);
+    if (dimensions && v.length !== dimensions) throw new Error(`embedding ${i} has ${v.length} dimensions, not ${dimensions}`);
+    if (index < 0 || index >= expected || out[index]) throw new Error(`embedding index ${index} is out of order`);
+    out[index] = v;
+  });
+  return out;
+}
+
+/**
+ * Calls the channels in order until one answers. 429 puts a channel aside for its Retry-After;
+ * 5xx, timeouts and network errors move on; 401/403 disable the channel (with the reason, for
+ * admins) and move on; other 4xx are the caller's fault and end the call.
+ */
+export async function relayEmbeddings(p: Platform, model: string, channels: ChannelEntry[], inputs: string[], dimensions?: number): Promise<RelayResult> {
+  const cooling = await coolingUntil(p, channels);
+  const usable = channelOrder(channels.filter((c) => !cooling.has(c.id)));
+  if (usable.length === 0) {
+    const wait = Math.min(...cooling.values()) - Date.now();
+    throw new AppError(429, `Every upstream channel for '${model}' is rate limited; try again shortly.`, {
+      code: 'upstream_rate_limited',
+      type: 'rate_limit_error',
+      headers: { 'Retry-After': String(Math.max(1, Math.ceil(wait / 1000))) },
+      retriable: true,
+    });
+  }
+  let last: { status: number; message: string; retryAfter?: number } = { status: 502, message: 'no channel answered' };
+  for (const ch of usable) {
+    const body = JSON.stringify({ model: ch.mapping[model] ?? model, input: inputs, encoding_format: 'float', ...(dimensions ? { dimensions } : {}) });
+    let res: Response;
+    try {
+      res = await fetch(upstreamUrl(ch.baseUrl), {
+        method: 'POST',
+        headers: { authorization: `Bearer ${p.secrets.decrypt(ch.keyEnc)}`, 'content-type': 'application/json' },
+        body,
+        signal: AbortSignal.timeout(p.config.UPSTREAM_TIMEOUT_MS),
+      });
+    } catch (err) {
+      const timeout = (err as Error).name === 'TimeoutError';
+      last = { status: timeout ? 504 : 502, message: `channel ${ch.id} ${timeout ? 'timed out' : `unreachable (${(err as Error).message})`}` };
+      p.log.warn({ channel: ch.id, err }, 'upstream call failed');
+      continue;
+    }
+    const text = await res.text().catch(() => '');
+    if (res.ok) {
+      try {
+        const parsed = JSON.parse(text) as { usage?: { prompt_tokens?: number } };
+        const vectors = parseVectors(parsed, inputs.length, dimensions);
+        const reported = parsed.usage?.prompt_tokens;
+        return { vectors, promptTokens: typeof reported === 'number' && reported >= 0 ? reported : null, channel: ch };
+      } catch (err) {
+        last = { status: 502, message: `channel ${ch.id} sent an unusable answer: ${(err as Error).message}` };
+        continue;
+      }
+    }
+    const message = upstreamMessage(text);
+    if (res.status === 401 || res.status === 403) {
+      await autoDisableChannel(p.db, ch.id, `upstream answered ${res.status}: ${message}`);
+      p.channels.invalidate();
+      p.log.warn({ channel: ch.id, status: res.status }, 'channel disabled: the upstream refused its key');
+      last = { status: 502, message: `channel ${ch.id} refused its key` };
+      continue;
+    }
+    if (res.status === 429) {
+      const wait = retryAfterMs(res.headers) ?? 5_000;
+      await p.redis.set(cooldownKey(p, ch.id), String(Date.now() + wait), 'PX', Math.max(1, Math.ceil(wait))).catch(() => {});
+      last = { status: 429, message: `channel ${ch.id} is rate limited: ${message}`, retryAfter: wait };
+      continue;
+    }
+    if (res.status >= 500 || res.status === 408) {
+      last = { status: 502, message: `channel ${ch.id} answered ${res.status}: ${message}` };
+      continue;
+    }
+    // The upstream says the request itself is wrong: no other channel will think otherwise.
+    throw new AppError(res.status === 404 ? 404 : 400, `Upstream rejected the request: ${message}`, {
+      code: res.status === 404 ? 'model_not_found' : 'upstream_rejected',
+      type: 'invalid_request_error',
+      retriable: false,
+    });
+  }
+  if (last.status === 429) {
+    throw new AppError(429, `Every upstream channel for '${model}' is rate limited; try again shortly.`, {
+      code: 'upstream_rate_limited',
+      type: 'rate_limit_error',
+      headers: { 'Retry-After': String(Math.max(1, Math.ceil((last.retryAfter ?? 1000) / 1000))) },
+      retriable: true,
+    });
+  }
+  throw new AppError(last.status, `Upstream failure for '${model}': ${last.message}`, { code: 'upstream_error', type: 'upstream_error', retriable: true });
+}

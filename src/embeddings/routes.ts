@@ -1,0 +1,111 @@
+// HTTP routes of area A: OpenAI's embeddings and models endpoints, with OpenAI's error shape.
+import { Router } from '@koa/router';
+import type { Context } from 'koa';
+import type { Platform } from '../platform.js';
+import { authorizeApiKey } from '../http/auth.js';
+import { AppError, badRequest, forbidden, notFound } from '../http/errors.js';
+import { refundQuota, reserveQuota, settleQuota } from '../accounts/store.js';
+import { modelAllowed } from '../accounts/tokens.js';
+import { EmbeddingsCoalescer } from './coalescer.js';
+import { costOf, LOCAL_MODELS, resolveModel } from './models.js';
+import { base64ToFloats, MAX_INPUT_TOKENS, MAX_REQUEST_TOKENS, parseEmbeddingsRequest } from './schema.js';
+import { countWithin } from './tokenizer.js';
+
+const CREATED = 1_767_225_600; // 2026-01-01, the "created" of the built-in models
+
+export function embeddingsRouter(p: Platform): Router {
+  const router = new Router();
+  const coalescer = new EmbeddingsCoalescer(p);
+
+  async function embeddings(ctx: Context) {
+    const principal = await authorizeApiKey(ctx, p);
+    const token = principal.token!;
+    const req = parseEmbeddingsRequest(ctx.request.body, ctx.params.model);
+    const model = await resolveModel(p.config, p.channels, req.model);
+    if (!modelAllowed(token.models, req.model)) {
+      throw forbidden(`This API key may not use the model '${req.model}'.`, { code: 'model_not_allowed', type: 'invalid_request_error', param: 'model' });
+    }
+    if (model.kind === 'local' && req.dimensions !== undefined && req.dimensions > model.maxDimensions) {
+      throw badRequest(`Invalid 'dimensions': ${req.dimensions} is greater than the maximum of ${model.maxDimensions} for ${model.name}.`, { param: 'dimensions', type: 'invalid_request_error' });
+    }
+    if (model.kind === 'upstream' && req.dimensions !== undefined && req.dimensions > 3072) {
+      throw badRequest(`Invalid 'dimensions': ${req.dimensions} is greater than the maximum of 3072.`, { param: 'dimensions', type: 'invalid_request_error' });
+    }
+
+    const tokens: number[] = new Array(req.inputs.length);
+    let total = 0;
+    for (let i = 0; i < req.inputs.length; i++) {
+      const n = countWithin(req.inputs[i]!, MAX_INPUT_TOKENS);
+      if (n === false) {
+        throw badRequest(`This model's maximum context length is ${MAX_INPUT_TOKENS} tokens, but input[${i}] is longer. Shorten it.`, { param: `input[${i}]`, code: 'context_length_exceeded' });
+      }
+      tokens[i] = n;
+      total += n;
+      if (total > MAX_REQUEST_TOKENS) throw badRequest(`The request has more than ${MAX_REQUEST_TOKENS} tokens in all; send fewer inputs per request.`, { param: 'input', code: 'max_tokens_per_request' });
+    }
+
+    // Reserve the quota this call will cost before doing any work; settle once the usage is known.
+    const cost = costOf(total, model.price);
+    const tok = { id: token.id, unlimited: token.unlimited_quota };
+    if (cost > 0) {
+      const r = await reserveQuota(p.db, principal.user.id, tok, cost);
+      if (!r.ok) {
+        const whose = r.which === 'user' ? "your account's quota" : "this API key's remain_quota";
+        throw new AppError(403, `Insufficient quota: this call costs ${cost} and ${whose} has ${r.left} left.`, {
+          code: r.which === 'user' ? 'insufficient_user_quota' : 'insufficient_token_quota',
+          type: 'insufficient_quota',
+        });
+      }
+    }
+    let outcome;
+    try {
+      outcome = await coalescer.submit({ model: req.model, dimensions: req.dimensions, inputs: req.inputs, tokens }, model.kind === 'local');
+      if (!outcome.ok) throw AppError.fromJSON(outcome.error);
+    } catch (err) {
+      if (cost > 0) await refundQuota(p.db, principal.user.id, tok, cost).catch((e) => ctx.state.log?.error({ err: e }, 'quota refund failed'));
+      throw err;
+    }
+    const promptTokens = outcome.promptTokens;
+    if (cost > 0 || model.price > 0) await settleQuota(p.db, principal.user.id, tok, cost, costOf(promptTokens, model.price));
+    else p.usage.record(principal.user.id, token.id);
+
+    ctx.type = 'application/json';
+    ctx.body = responseJson(req.model, outcome.vectors, req.encodingFormat === 'base64', promptTokens);
+  }
+
+  router.post('/v1/embeddings', embeddings);
+  router.post('/v1/engines/:model/embeddings', embeddings);
+
+  const modelObject = (id: string, ownedBy: string) => ({ id, object: 'model', created: CREATED, owned_by: ownedBy });
+
+  async function visibleModels(ctx: Context) {
+    const { token } = await authorizeApiKey(ctx, p);
+    const upstream = await p.channels.servedModels();
+    return [...LOCAL_MODELS.map((m) => modelObject(m, 'switchyard')), ...upstream.filter((m) => !LOCAL_MODELS.includes(m as never)).map((m) => modelObject(m, 'upstream'))].filter((m) =>
+      modelAllowed(token!.models, m.id),
+    );
+  }
+
+  router.get('/v1/models', async (ctx) => {
+    ctx.body = { object: 'list', data: await visibleModels(ctx) };
+  });
+
+  router.get('/v1/models/:model', async (ctx) => {
+    const found = (await visibleModels(ctx)).find((m) => m.id === ctx.params.model);
+    if (!found) throw notFound(`The model '${ctx.params.model}' does not exist or you do not have access to it.`, { code: 'model_not_found', param: 'model' });
+    ctx.body = found;
+  });
+
+  return router;
+}
+
+/**
+ * OpenAI's response, written as a string: the vectors are the bulk of it, and joining a
+ * Float32Array writes each number exactly as JSON.stringify would, without the detour.
+ */
+function responseJson(model: string, vectors: string[], base64: boolean, promptTokens: number): string {
+  const data = vectors.map(
+    (v, index) => `{"object":"embedding","index":${index},"embedding":${base64 ? `"${v}"` : `[${base64ToFloats(v).join(',')}]`}}`,
+  );
+  return `{"object":"list","data":[${data.join(',')}],"model":${JSON.stringify(model)},"usage":{"prompt_tokens":${promptTokens},"total_tokens":${promptTokens}}}`;
+}

@@ -1,0 +1,417 @@
+// Area A over HTTP with the official openai client, real Postgres and Redis, and fake upstreams on loopback.
+import OpenAI from 'openai';
+import { countTokens } from 'gpt-tokenizer/encoding/cl100k_base';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { embedLocalHash } from '../src/embeddings/localHash.js';
+import { HttpClient } from './helpers/http.js';
+import { startTestApp, type TestApp } from './helpers/services.js';
+import { FakeOpenAI, fakeVector } from './helpers/fake-openai.js';
+
+let t: TestApp;
+let user: HttpClient;
+let userId: number;
+let upA: FakeOpenAI;
+let upB: FakeOpenAI;
+
+async function newKey(body: Record<string, unknown> = { unlimited_quota: true }) {
+  return (await user.post('/api/token/', { name: 'k', ...body })).body.data as { id: number; key: string };
+}
+const v1 = (key: string) => t.anon.withAuth(`Bearer ${key}`);
+const oa = (key: string) => new OpenAI({ apiKey: key, baseURL: `${t.url}/v1`, maxRetries: 0 });
+async function channel(body: Record<string, unknown>) {
+  const res = await t.root.post('/api/channel/', { type: 'openai', key: 'sk-upstream-secret-AAAA', priority: 0, weight: 1, ...body });
+  expect(res.status, res.text).toBe(201);
+  return res.body.data as { id: number };
+}
+async function setQuota(quota: number) {
+  await t.root.put(`/api/user/${userId}`, { quota });
+}
+const quotaOf = async () => (await user.get('/api/user/self')).body.data.quota as number;
+
+beforeAll(async () => {
+  upA = await new FakeOpenAI().start();
+  upB = await new FakeOpenAI().start();
+  t = await startTestApp({ env: { JOB_BACKOFF_MS: '50' } });
+  await t.root.post('/api/user/', { username: 'dev', password: 'dev-password', quota: 0 });
+  user = new HttpClient(t.url);
+  userId = (await user.login('dev', 'dev-password')).body.data.id;
+});
+afterAll(async () => {
+  await t?.close();
+  await upA?.stop();
+  await upB?.stop();
+});
+
+describe('the official openai client against local-hash-v1', () => {
+  it('gets base64 (its default) and float vectors, one per input, in order, with cl100k usage', async () => {
+    const { key } = await newKey();
+    const inputs = ['hello world', '你好，世界', 'The quick brown fox jumps over the lazy dog'];
+    const res = await oa(key).embeddings.create({ model: 'local-hash-v1', input: inputs });
+    expect(res.object).toBe('list');
+    expect(res.model).toBe('local-hash-v1');
+    expect(res.data.map((d) => d.index)).toEqual([0, 1, 2]);
+    const expectedTokens = inputs.reduce((s, x) => s + countTokens(x), 0);
+    expect(res.usage).toEqual({ prompt_tokens: expectedTokens, total_tokens: expectedTokens });
+    res.data.forEach((d, i) => {
+      expect(d.object).toBe('embedding');
+      expect(d.embedding).toHaveLength(384);
+      const local = embedLocalHash(inputs[i]!, 384);
+      d.embedding.forEach((x, j) => expect(x).toBe(local[j]));
+    });
+    const floats = await oa(key).embeddings.create({ model: 'local-hash-v1', input: 'hello world', encoding_format: 'float', dimensions: 16 });
+    expect(floats.data[0]!.embedding).toEqual(Array.from(embedLocalHash('hello world', 16)));
+  });
+
+  it('base64 is little-endian float32, exactly as OpenAI encodes it', async () => {
+    const { key } = await newKey();
+    const res = await v1(key).post('/v1/embeddings', { model: 'local-hash-v1', input: 'bytes please', encoding_format: 'base64', dimensions: 8 });
+    const buf = Buffer.from(res.body.data[0].embedding, 'base64');
+    expect(buf.length).toBe(32);
+    const expected = embedLocalHash('bytes please', 8);
+    for (let i = 0; i < 8; i++) expect(buf.readFloatLE(i * 4)).toBe(expected[i]);
+  });
+
+  it('the body model wins over the path; the path model is the fallback', async () => {
+    const { key } = await newKey();
+    const viaPath = await v1(key).post('/v1/engines/local-hash-v1/embeddings', { input: 'x y z' });
+    expect(viaPath.status).toBe(200);
+    expect(viaPath.body.model).toBe('local-hash-v1');
+    const bodyWins = await v1(key).post('/v1/engines/does-not-exist/embeddings', { model: 'local-hash-v1', input: 'x y z' });
+    expect(bodyWins.status).toBe(200);
+    const pathUnknown = await v1(key).post('/v1/engines/does-not-exist/embeddings', { input: 'x' });
+    expect(pathUnknown.status).toBe(404);
+    expect(pathUnknown.body.error).toMatchObject({ code: 'model_not_found', type: 'invalid_request_error', param: 'model' });
+  });
+
+  it('lists the models a key may use', async () => {
+    const all = await newKey();
+    expect((await oa(all.key).models.list()).data.map((m) => m.id)).toContain('local-hash-v1');
+    const limited = await newKey({ unlimited_quota: true, models: 'some-other-model' });
+    expect((await v1(limited.key).get('/v1/models')).body.data).toEqual([]);
+    expect((await v1(all.key).get('/v1/models/local-hash-v1')).body).toMatchObject({ id: 'local-hash-v1', object: 'model' });
+  });
+
+  it('many concurrent calls each get their own vectors back (coalesced into shared jobs)', async () => {
+    const { key } = await newKey();
+    const texts = Array.from({ length: 60 }, (_, i) => `concurrent request number ${i}`);
+    const results = await Promise.all(texts.map((text) => v1(key).post('/v1/embeddings', { model: 'local-hash-v1', input: text, dimensions: 32 })));
+    results.forEach((r, i) => {
+      expect(r.status).toBe(200);
+      expect(r.body.data[0].embedding).toEqual(Array.from(embedLocalHash(texts[i]!, 32)));
+    });
+  });
+});
+
+describe('bad input: 400 in OpenAI shape', () => {
+  let key: string;
+  beforeAll(async () => {
+    key = (await newKey()).key;
+  });
+  const cases: [string, unknown, string | null][] = [
+    ['missing input', { model: 'local-hash-v1' }, 'input'],
+    ['null input', { model: 'local-hash-v1', input: null }, 'input'],
+    ['empty string', { model: 'local-hash-v1', input: '' }, 'input'],
+    ['empty array', { model: 'local-hash-v1', input: [] }, 'input'],
+    ['an empty string item', { model: 'local-hash-v1', input: ['a', ''] }, 'input[1]'],
+    ['a non-string item', { model: 'local-hash-v1', input: ['a', 5] }, 'input[1]'],
+    ['token arrays', { model: 'local-hash-v1', input: [[1, 2, 3]] }, 'input[0]'],
+    ['an object input', { model: 'local-hash-v1', input: { text: 'a' } }, 'input'],
+    ['2049 items', { model: 'local-hash-v1', input: Array.from({ length: 2049 }, () => 'a') }, 'input'],
+    ['an item over 8192 tokens', { model: 'local-hash-v1', input: ['ok', 'word '.repeat(9000)] }, 'input[1]'],
+    ['dimensions 0', { model: 'local-hash-v1', input: 'a', dimensions: 0 }, 'dimensions'],
+    ['dimensions 4000', { model: 'local-hash-v1', input: 'a', dimensions: 4000 }, 'dimensions'],
+    ['dimensions 1.5', { model: 'local-hash-v1', input: 'a', dimensions: 1.5 }, 'dimensions'],
+    ['unknown encoding_format', { model: 'local-hash-v1', input: 'a', encoding_format: 'int8' }, 'encoding_format'],
+    ['missing model', { input: 'a' }, 'model'],
+    ['a non-object body', ['a'], null],
+  ];
+  for (const [label, body, param] of cases) {
+    it(label, async () => {
+      const res = await v1(key).post('/v1/embeddings', body);
+      expect(res.status).toBe(400);
+      expect(res.body.error).toMatchObject({ type: 'invalid_request_error', param });
+      expect(typeof res.body.error.message).toBe('string');
+      expect(Object.keys(res.body.error).sort()).toEqual(['code', 'message', 'param', 'type']);
+    });
+  }
+  it('a body that is not JSON', async () => {
+    const res = await v1(key).post('/v1/embeddings', '{"model": "local-hash-v1", "input": ');
+    expect(res.status).toBe(400);
+    expect(res.body.error.type).toBe('invalid_request_error');
+  });
+  it('the openai client surfaces these as BadRequestError', async () => {
+    await expect(oa(key).embeddings.create({ model: 'local-hash-v1', input: '' })).rejects.toBeInstanceOf(OpenAI.BadRequestError);
+  });
+});
+
+describe('keys and models on /v1', () => {
+  it('401 for no key, a wrong key, a session-only caller, and disabled, expired or exhausted keys', async () => {
+    const body = { model: 'local-hash-v1', input: 'a' };
+    const none = await t.anon.post('/v1/embeddings', body);
+    expect(none.status).toBe(401);
+    expect(none.body.error.code).toBe('missing_api_key');
+    expect((await t.anon.post('/v1/embeddings', body, { authorization: 'Bearer sk-wrongwrongwrong' })).body.error.code).toBe('invalid_api_key');
+    expect((await user.post('/v1/embeddings', body)).status).toBe(401);
+    await expect(oa('sk-nope').embeddings.create(body)).rejects.toBeInstanceOf(OpenAI.AuthenticationError);
+
+    const disabled = await newKey();
+    await user.put('/api/token/?status_only=1', { id: disabled.id, status: 2 });
+    expect((await v1(disabled.key).post('/v1/embeddings', body)).body.error.code).toBe('token_disabled');
+    const expiring = await newKey({ unlimited_quota: true, expired_time: Math.floor(Date.now() / 1000) + 1 });
+    await new Promise((r) => setTimeout(r, 1_100));
+    expect((await v1(expiring.key).post('/v1/embeddings', body)).body.error.code).toBe('token_expired');
+    const exhausted = await newKey({ remain_quota: 0 });
+    const res = await v1(exhausted.key).post('/v1/embeddings', body);
+    expect(res.status).toBe(401);
+    expect(res.body.error.code).toBe('token_exhausted');
+  });
+
+  it('403 for a model outside the allow-list or an address outside the subnet', async () => {
+    const limited = await newKey({ unlimited_quota: true, models: 'text-embedding-3-small' });
+    const res = await v1(limited.key).post('/v1/embeddings', { model: 'local-hash-v1', input: 'a' });
+    expect(res.status).toBe(403);
+    expect(res.body.error).toMatchObject({ code: 'model_not_allowed', param: 'model' });
+    const fenced = await newKey({ unlimited_quota: true, subnet: '192.0.2.0/24' });
+    const r2 = await v1(fenced.key).post('/v1/embeddings', { model: 'local-hash-v1', input: 'a' });
+    expect(r2.status).toBe(403);
+    expect(r2.body.error.code).toBe('ip_not_allowed');
+  });
+
+  it('404 for an unknown model', async () => {
+    const { key } = await newKey();
+    await expect(oa(key).embeddings.create({ model: 'text-embedding-9', input: 'a' })).rejects.toBeInstanceOf(OpenAI.NotFoundError);
+  });
+});
+
+describe('channels (admin API)', () => {
+  it('creates, lists, updates and deletes; the key is encrypted at rest and never shown again', async () => {
+    const res = await t.root.post('/api/channel/', { name: 'primary', base_url: `${upA.url}/`, key: 'sk-live-abcdefghijklmnop1234', models: ['m-admin'], model_mapping: { 'm-admin': 'real-model' }, priority: 3, weight: 2, price: 5 });
+    expect(res.status).toBe(201);
+    const c = res.body.data;
+    expect(c).toMatchObject({ name: 'primary', base_url: upA.url, models: 'm-admin', model_mapping: { 'm-admin': 'real-model' }, priority: 3, weight: 2, price: 5, status: 1, type: 'openai' });
+    expect(c.key).not.toContain('abcdefghijklmnop');
+    const row = await t.platform.db('channels').where({ id: c.id }).first();
+    expect(JSON.stringify(row)).not.toContain('abcdefghijklmnop');
+    expect(t.platform.secrets.decrypt(row.key_enc)).toBe('sk-live-abcdefghijklmnop1234');
+    expect((await t.root.get('/api/channel/')).body.data.some((x: { id: number }) => x.id === c.id)).toBe(true);
+    expect((await t.root.put('/api/channel/', { id: c.id, priority: 7 })).body.data.priority).toBe(7);
+    expect((await t.root.get(`/api/channel/${c.id}`)).body.data.key).toBe(c.key);
+    expect((await t.root.delete(`/api/channel/${c.id}`)).status).toBe(200);
+    expect((await t.root.get(`/api/channel/${c.id}`)).status).toBe(404);
+  });
+
+  it('validates and is admin-only', async () => {
+    for (const body of [
+      { name: 'x', key: 'k', models: '' },
+      { name: 'x', key: '', models: 'm' },
+      { name: 'x', key: 'k', models: 'm', base_url: 'ftp://nope' },
+      { name: 'x', key: 'k', models: 'm', type: 'anthropic' },
+      { name: 'x', key: 'k', models: 'm', price: -1 },
+      { name: 'x', key: 'k', models: 'm', model_mapping: '{not json' },
+      { name: 'x', key: 'k', models: 'm', weight: -2 },
+    ]) {
+      const res = await t.root.post('/api/channel/', body);
+      expect(res.status, JSON.stringify(body)).toBe(400);
+      expect(res.body.success).toBe(false);
+    }
+    expect((await user.get('/api/channel/')).status).toBe(403);
+    expect((await user.post('/api/channel/', { name: 'x', key: 'k', models: 'm' })).status).toBe(403);
+  });
+});
+
+describe('relaying to upstream channels', () => {
+  let key: string;
+  beforeAll(async () => {
+    key = (await newKey()).key;
+    await setQuota(1_000_000);
+  });
+  beforeEach(() => {
+    upA.calls.length = 0;
+    upB.calls.length = 0;
+    upA.behaviour = { kind: 'ok', reportUsage: true };
+    upB.behaviour = { kind: 'ok', reportUsage: true };
+  });
+
+  it('maps the model name, sends the channel key, uses the upstream usage, and returns vectors in input order', async () => {
+    await channel({ name: 'mapped', base_url: `${upA.url}/v1`, key: 'sk-channel-A-key', models: 'text-embedding-3-small', model_mapping: { 'text-embedding-3-small': 'upstream-small' }, price: 1 });
+    const res = await oa(key).embeddings.create({ model: 'text-embedding-3-small', input: ['alpha', 'beta'], encoding_format: 'float' });
+    expect(upA.calls).toHaveLength(1);
+    expect(upA.calls[0]).toMatchObject({ path: '/v1/embeddings', authorization: 'Bearer sk-channel-A-key', body: { model: 'upstream-small', input: ['alpha', 'beta'] } });
+    expect(res.data.map((d) => d.embedding)).toEqual([fakeVector('alpha'), fakeVector('beta')].map((v) => Array.from(Float32Array.from(v))));
+    expect(res.usage.prompt_tokens).toBe(20);
+    expect(res.model).toBe('text-embedding-3-small');
+  });
+
+  it('caches by (model, dimensions, input): a cached input never goes upstream again', async () => {
+    await channel({ name: 'cache', base_url: upA.url, models: 'cache-model', price: 1 });
+    await v1(key).post('/v1/embeddings', { model: 'cache-model', input: ['one', 'two'] });
+    expect(upA.calls).toHaveLength(1);
+    const again = await v1(key).post('/v1/embeddings', { model: 'cache-model', input: ['two', 'three', 'one', 'three'] });
+    expect(again.status).toBe(200);
+    expect(upA.calls).toHaveLength(2);
+    expect(upA.calls[1]!.body.input).toEqual(['three']);
+    expect(again.body.data.map((d: { embedding: number[] }) => d.embedding)).toEqual(['two', 'three', 'one', 'three'].map((x) => Array.from(Float32Array.from(fakeVector(x)))));
+    await v1(key).post('/v1/embeddings', { model: 'cache-model', input: ['one', 'two', 'three'] });
+    expect(upA.calls).toHaveLength(2);
+    // Other dimensions are other vectors.
+    await v1(key).post('/v1/embeddings', { model: 'cache-model', input: ['one'], dimensions: 8 });
+    expect(upA.calls).toHaveLength(3);
+    expect(upA.calls[2]!.body.dimensions).toBe(8);
+  });
+
+  it('counts tokens locally when the upstream reports no usage', async () => {
+    await channel({ name: 'nousage', base_url: upA.url, models: 'nousage-model', price: 1 });
+    upA.behaviour = { kind: 'ok', reportUsage: false };
+    const res = await v1(key).post('/v1/embeddings', { model: 'nousage-model', input: 'count these four words' });
+    expect(res.body.usage.prompt_tokens).toBe(countTokens('count these four words'));
+  });
+
+  it('fails over from a failing channel to the next by priority', async () => {
+    await channel({ name: 'A-high', base_url: upA.url, models: 'fo-model', priority: 10, price: 1 });
+    await channel({ name: 'B-low', base_url: upB.url, models: 'fo-model', priority: 1, price: 1 });
+    upA.behaviour = { kind: 'status', status: 503 };
+    const res = await v1(key).post('/v1/embeddings', { model: 'fo-model', input: 'failover' });
+    expect(res.status).toBe(200);
+    expect(upA.calls).toHaveLength(1);
+    expect(upB.calls).toHaveLength(1);
+    upA.behaviour = { kind: 'ok' };
+    await v1(key).post('/v1/embeddings', { model: 'fo-model', input: 'back to A' });
+    expect(upA.calls).toHaveLength(2);
+    expect(upB.calls).toHaveLength(1);
+  });
+
+  it('honours Retry-After: a 429 channel is skipped until it has passed', async () => {
+    await channel({ name: 'A-rl', base_url: upA.url, models: 'rl-model', priority: 10, price: 1 });
+    await channel({ name: 'B-rl', base_url: upB.url, models: 'rl-model', priority: 1, price: 1 });
+    upA.behaviour = { kind: 'status', status: 429, retryAfter: '2' };
+    expect((await v1(key).post('/v1/embeddings', { model: 'rl-model', input: 'first' })).status).toBe(200);
+    expect([upA.calls.length, upB.calls.length]).toEqual([1, 1]);
+    upA.behaviour = { kind: 'ok' };
+    expect((await v1(key).post('/v1/embeddings', { model: 'rl-model', input: 'second' })).status).toBe(200);
+    expect([upA.calls.length, upB.calls.length]).toEqual([1, 2]);
+    await new Promise((r) => setTimeout(r, 2_100));
+    expect((await v1(key).post('/v1/embeddings', { model: 'rl-model', input: 'third' })).status).toBe(200);
+    expect([upA.calls.length, upB.calls.length]).toEqual([2, 2]);
+  });
+
+  it('a lone rate-limited channel gives 429 with Retry-After once retries are spent', async () => {
+    await channel({ name: 'only-rl', base_url: upA.url, models: 'lonely-model', price: 1 });
+    upA.behaviour = { kind: 'status', status: 429, retryAfter: '30' };
+    const res = await v1(key).post('/v1/embeddings', { model: 'lonely-model', input: 'x' });
+    expect(res.status).toBe(429);
+    expect(res.body.error.type).toBe('rate_limit_error');
+    expect(Number(res.headers.get('retry-after'))).toBeGreaterThan(0);
+  });
+
+  it('disables a channel that answers 401, and an admin sees why', async () => {
+    const bad = await channel({ name: 'revoked', base_url: upA.url, models: 'auth-model', priority: 10, price: 1 });
+    await channel({ name: 'good', base_url: upB.url, models: 'auth-model', priority: 1, price: 1 });
+    upA.behaviour = { kind: 'status', status: 401, message: 'Incorrect API key provided' };
+    expect((await v1(key).post('/v1/embeddings', { model: 'auth-model', input: 'x' })).status).toBe(200);
+    const seen = (await t.root.get(`/api/channel/${bad.id}`)).body.data;
+    expect(seen.status).toBe(3);
+    expect(seen.status_reason).toMatch(/401.*Incorrect API key provided/);
+    upA.calls.length = 0;
+    await v1(key).post('/v1/embeddings', { model: 'auth-model', input: 'y' });
+    expect(upA.calls).toHaveLength(0);
+    // Re-enabling clears the reason.
+    const re = (await t.root.put('/api/channel/', { id: bad.id, status: 1 })).body.data;
+    expect([re.status, re.status_reason]).toEqual([1, null]);
+  });
+
+  it('502 when every channel fails; 503 when every channel is disabled; a 4xx from upstream is the caller\'s', async () => {
+    await channel({ name: 'broken', base_url: upA.url, models: 'broken-model', price: 1 });
+    upA.behaviour = { kind: 'status', status: 500 };
+    const res = await v1(key).post('/v1/embeddings', { model: 'broken-model', input: 'x' });
+    expect(res.status).toBe(502);
+    expect(res.body.error.type).toBe('upstream_error');
+    const off = await channel({ name: 'off', base_url: upA.url, models: 'off-model', price: 1, status: 2 });
+    expect(off.id).toBeGreaterThan(0);
+    expect((await v1(key).post('/v1/embeddings', { model: 'off-model', input: 'x' })).status).toBe(503);
+    upA.behaviour = { kind: 'status', status: 400, message: 'input too weird' };
+    await channel({ name: 'picky', base_url: upA.url, models: 'picky-model', price: 1 });
+    const picky = await v1(key).post('/v1/embeddings', { model: 'picky-model', input: 'x' });
+    expect(picky.status).toBe(400);
+    expect(picky.body.error.message).toMatch(/input too weird/);
+  });
+});
+
+describe('pricing and quota', () => {
+  beforeEach(() => {
+    upA.behaviour = { kind: 'ok', reportUsage: true };
+  });
+
+  it('refuses an upstream model without a price, and never charges for it', async () => {
+    await channel({ name: 'unpriced', base_url: upA.url, models: 'free-lunch', price: null });
+    const { key } = await newKey();
+    const res = await v1(key).post('/v1/embeddings', { model: 'free-lunch', input: 'x' });
+    expect(res.status).toBe(400);
+    expect(res.body.error).toMatchObject({ code: 'model_price_not_set', param: 'model' });
+    expect(res.body.error.message).toMatch(/no price/);
+  });
+
+  it('charges ceil(tokens × price / 1000) to the user and the key; an unlimited key spares only itself', async () => {
+    await channel({ name: 'priced', base_url: upA.url, models: 'priced-model', price: 150 });
+    await setQuota(1000);
+    const limited = await newKey({ remain_quota: 500 });
+    // The fake reports 10 tokens per input: 2 inputs → 20 tokens → ceil(20 × 150 / 1000) = 3.
+    await v1(limited.key).post('/v1/embeddings', { model: 'priced-model', input: ['p1', 'p2'] });
+    expect(await quotaOf()).toBe(997);
+    const tok = (await user.get(`/api/token/${limited.id}`)).body.data;
+    expect([tok.remain_quota, tok.used_quota]).toEqual([497, 3]);
+    const unlimited = await newKey({ unlimited_quota: true });
+    await v1(unlimited.key).post('/v1/embeddings', { model: 'priced-model', input: ['p3'] });
+    expect(await quotaOf()).toBe(995);
+    expect((await user.get(`/api/token/${unlimited.id}`)).body.data).toMatchObject({ remain_quota: 0, used_quota: 2 });
+    expect((await user.get('/api/user/self')).body.data.used_quota).toBeGreaterThanOrEqual(5);
+  });
+
+  it('403 insufficient_quota says whether the user or the key ran out, and charges nothing', async () => {
+    await channel({ name: 'pricey', base_url: upA.url, models: 'pricey-model', price: 100_000 });
+    await setQuota(10);
+    const { key } = await newKey({ unlimited_quota: true });
+    const res = await v1(key).post('/v1/embeddings', { model: 'pricey-model', input: 'hello' });
+    expect(res.status).toBe(403);
+    expect(res.body.error).toMatchObject({ type: 'insufficient_quota', code: 'insufficient_user_quota' });
+    expect(res.body.error.message).toMatch(/account/);
+    await setQuota(1_000_000);
+    const small = await newKey({ remain_quota: 5 });
+    const r2 = await v1(small.key).post('/v1/embeddings', { model: 'pricey-model', input: 'hello' });
+    expect(r2.status).toBe(403);
+    expect(r2.body.error.code).toBe('insufficient_token_quota');
+    expect(r2.body.error.message).toMatch(/API key/);
+    expect(await quotaOf()).toBe(1_000_000);
+    expect((await user.get(`/api/token/${small.id}`)).body.data.remain_quota).toBe(5);
+  });
+
+  it('concurrent calls never overspend: quota for exactly 5 calls, 20 at once → 5 succeed, 0 left', async () => {
+    // The fake reports no usage, so the local count settles each call at exactly what it reserved.
+    await channel({ name: 'race', base_url: upA.url, models: 'race-model', price: 100 });
+    upA.behaviour = { kind: 'ok', reportUsage: false };
+    const perCall = Math.ceil((countTokens('race') * 100) / 1000);
+    await setQuota(perCall * 5);
+    const { key } = await newKey({ unlimited_quota: true });
+    const results = await Promise.all(Array.from({ length: 20 }, () => v1(key).post('/v1/embeddings', { model: 'race-model', input: 'race' })));
+    expect(results.filter((r) => r.status === 200)).toHaveLength(5);
+    expect(results.filter((r) => r.status === 403)).toHaveLength(15);
+    expect(await quotaOf()).toBe(0);
+  });
+
+  it('a failed call gives its reservation back', async () => {
+    await channel({ name: 'fails', base_url: upA.url, models: 'fail-model', price: 1000 });
+    await setQuota(100);
+    upA.behaviour = { kind: 'status', status: 500 };
+    const { key } = await newKey({ unlimited_quota: true });
+    expect((await v1(key).post('/v1/embeddings', { model: 'fail-model', input: 'x' })).status).toBe(502);
+    expect(await quotaOf()).toBe(100);
+  });
+
+  it('local-hash-v1 is free by default and counts requests', async () => {
+    await setQuota(0);
+    const { key } = await newKey({ unlimited_quota: true });
+    const before = (await user.get('/api/user/self')).body.data.request_count;
+    expect((await v1(key).post('/v1/embeddings', { model: 'local-hash-v1', input: 'free' })).status).toBe(200);
+    await t.platform.usage.flush();
+    expect((await user.get('/api/user/self')).body.data.request_count).toBe(before + 1);
+  });
+});
