@@ -3,6 +3,7 @@ import type { Knex } from 'knex';
 import * as m001 from './001_accounts.js';
 import * as m002 from './002_content.js';
 import * as m003 from './003_embeddings.js';
+import * as m004 from './004_mail.js';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -13,6 +14,7 @@ const migrations: [string, Migration][] = [
   ['001_accounts', m001],
   ['002_content', m002],
   ['003_embeddings', m003],
+  ['004_mail', m004],
 ];
 
 export const migrationSource: Knex.MigrationSource<string> = {

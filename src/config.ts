@@ -22,6 +22,7 @@ const envSchema = z.object({
   NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
   PORT: int(3000, 0, 65535),
   HOST: z.string().min(1).default('0.0.0.0'),
+  METRICS_PORT: z.coerce.number().int().min(1).max(65535).optional(),
   DATA_DIR: z.string().min(1).default('./data'),
   DATABASE_URL: optionalString.pipe(
     z
@@ -85,6 +86,7 @@ const envSchema = z.object({
     .string()
     .url()
     .default('https://login.microsoftonline.com/consumers/oauth2/v2.0/token'),
+  MS_TOKEN_SCOPE: optionalString,
   MAIL_TIMEOUT_MS: int(30_000, 1_000, 600_000),
   UPSTREAM_TIMEOUT_MS: int(30_000, 100, 600_000),
   LOCAL_MODEL_PRICE: z.coerce.number().min(0).max(1e12).default(0),

@@ -11,6 +11,10 @@ import { AppError, serviceUnavailable, toAppError } from './http/errors.js';
 import type { Db } from './db.js';
 import { batchPayload, type BatchResult } from './content/schema.js';
 import { generationPayload, type GenerationOutcome } from './embeddings/schema.js';
+import { codePayload, fetchPayload, purgePayload, sendPayload, type CodeResult, type FetchResult, type PurgeResult, type SendResult } from './mail/schema.js';
+
+/** Mail jobs talk to someone else's server while a caller waits: retry once, soon. */
+const MAIL_OPTIONS: JobsOptions = { attempts: 2, backoff: { type: 'exponential', delay: 1_000, jitter: 0.5 } };
 
 export interface JobDefinition<N extends string = string, S extends z.ZodType = z.ZodType, R = unknown> {
   name: N;
@@ -54,6 +58,16 @@ export const jobDefinitions = {
       removeOnComplete: { age: 60, count: 1000 },
       removeOnFail: { age: 3600, count: 1000 },
     },
+  }),
+  'mail.fetch': defineJob<FetchResult>()({ name: 'mail.fetch', queue: 'mail', payload: fetchPayload, options: MAIL_OPTIONS }),
+  'mail.purge': defineJob<PurgeResult>()({ name: 'mail.purge', queue: 'mail', payload: purgePayload, options: MAIL_OPTIONS }),
+  'mail.code': defineJob<CodeResult>()({ name: 'mail.code', queue: 'mail', payload: codePayload, options: MAIL_OPTIONS }),
+  'mail.send': defineJob<SendResult>()({
+    name: 'mail.send',
+    queue: 'mail',
+    payload: sendPayload,
+    offloadLargePayloads: true,
+    options: { attempts: 3, backoff: { type: 'exponential', delay: 2_000, jitter: 0.5 } },
   }),
 } satisfies Record<string, JobDefinition>;
 

@@ -12,6 +12,7 @@ import { hashPassword } from './accounts/passwords.js';
 import type { AuthUser } from './http/auth.js';
 import { ChannelDirectory } from './accounts/channels.js';
 import { UsageRecorder } from './accounts/usage.js';
+import { watchQueues } from './metrics.js';
 
 export interface Platform {
   config: Config;
@@ -59,6 +60,7 @@ export async function createPlatform(config: Config, log: Logger, opts: Platform
   }
   const jobs = new JobClient(config, redis, log, db);
   if (opts.listenForJobs) await jobs.listen();
+  const unwatch = watchQueues([...jobs.queues.values()]);
   const platform: Platform = {
     config,
     log,
@@ -73,6 +75,7 @@ export async function createPlatform(config: Config, log: Logger, opts: Platform
     channels: new ChannelDirectory(db),
     usage: new UsageRecorder(db, log),
     async close() {
+      unwatch();
       await platform.usage.flush();
       await jobs.close();
       await redis.quit().catch(() => redis.disconnect());

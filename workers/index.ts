@@ -5,6 +5,7 @@ import type { QueueName } from '../src/config.js';
 import type { Logger } from '../src/log.js';
 import type { Platform } from '../src/platform.js';
 import { createRedis } from '../src/redis.js';
+import { recordJob } from '../src/metrics.js';
 import { AppError, toAppError } from '../src/http/errors.js';
 import { describeIssue } from '../src/http/validate.js';
 import { DELIVERED, dropPayload, encodeFailure, jobDefinitions, loadPayload, type DirectReply, type JobDefinition, type JobEnvelope, type JobName, type ParsedPayloadOf, type ResultOf } from '../src/jobs.js';
@@ -113,9 +114,12 @@ async function dispatch(p: Platform, table: Map<string, { fn: Processor }>, job:
     throw new UnrecoverableError(encodeFailure(new AppError(400, `Invalid job payload: ${describeIssue(parsed.error.issues[0]!)}`, { code: 'invalid_payload' })));
   }
   const replyTo = job.data.replyTo;
+  const started = performance.now();
+  const seconds = () => (performance.now() - started) / 1000;
   try {
     const result = await entry.fn(parsed.data as never, { job, platform: p, log, owner: job.data.owner ?? null, signal });
     await dropPayload(p.db, job.data).catch((err) => log.warn({ err }, 'could not remove the stored payload'));
+    recordJob(job.queueName, job.name, seconds(), 'completed', true);
     if (!replyTo) return result;
     await p.redis.publish(replyTo, JSON.stringify({ id: job.id!, result } satisfies DirectReply));
     return DELIVERED;
@@ -124,6 +128,7 @@ async function dispatch(p: Platform, table: Map<string, { fn: Processor }>, job:
     const err = toAppError(raw);
     if (err.status >= 500 && !(raw instanceof AppError)) log.error({ err: raw }, 'job failed');
     const final = !err.retriable || job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
+    recordJob(job.queueName, job.name, seconds(), 'failed', final);
     if (replyTo && final) await p.redis.publish(replyTo, JSON.stringify({ id: job.id!, error: err.toJSON() } satisfies DirectReply)).catch(() => {});
     const reason = encodeFailure(err);
     const wrapped = err.retriable ? new Error(reason) : new UnrecoverableError(reason);

@@ -1,6 +1,7 @@
 // Worker entry point (`npm run worker`): consumes the queues in WORKER_QUEUES until SIGTERM/SIGINT.
 import { runProcess } from '../src/process.js';
 import { startWorkers } from './index.js';
+import { serveMetrics } from '../src/metrics.js';
 
 await runProcess(
   'worker',
@@ -10,6 +11,12 @@ await runProcess(
   },
   async (p) => {
     const set = await startWorkers(p, p.config.WORKER_QUEUES);
-    return { stop: (timeoutMs) => set.close(timeoutMs) };
+    const metrics = p.config.METRICS_PORT ? serveMetrics(p.config.METRICS_PORT, p.config.HOST) : undefined;
+    return {
+      async stop(timeoutMs) {
+        metrics?.close();
+        await set.close(timeoutMs);
+      },
+    };
   },
 );

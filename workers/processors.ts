@@ -2,8 +2,10 @@
 import type { ProcessorMap } from './index.js';
 import { contentProcessors } from './content.js';
 import { embeddingsProcessors } from './embeddings.js';
+import { mailProcessors } from './mail.js';
 
 export const processorMaps: Record<string, ProcessorMap> = {
   content: contentProcessors,
   embeddings: embeddingsProcessors,
+  mail: mailProcessors,
 };

@@ -10,6 +10,8 @@ import { accountsRouter } from '../accounts/routes.js';
 import { contentRouter } from '../content/routes.js';
 import { channelsRouter } from '../accounts/channel-routes.js';
 import { embeddingsRouter } from '../embeddings/routes.js';
+import { mailRouter } from '../mail/routes.js';
+import { httpMetrics, metricsRouter } from '../metrics.js';
 import { jobsRouter } from './jobs.js';
 import { boardGuard, boardPlugin } from './board.js';
 
@@ -18,9 +20,10 @@ export function createApp(p: Platform): Koa {
   app.silent = true;
   app.on('error', (err) => p.log.debug({ err }, 'koa error event'));
 
-  const routers: Router[] = [healthRouter(p), embeddingsRouter(p), accountsRouter(p), channelsRouter(p), jobsRouter(p), contentRouter(p)];
+  const routers: Router[] = [healthRouter(p), metricsRouter(), embeddingsRouter(p), accountsRouter(p), channelsRouter(p), jobsRouter(p), contentRouter(p), mailRouter(p)];
 
   app.use(requestContext(p));
+  app.use(httpMetrics());
   app.use(errorMiddleware());
   // The board reads its own request bodies, so it sits before ours.
   app.use(boardGuard(p));

@@ -26,8 +26,10 @@ export async function runJobForRequest<N extends JobName>(
   name: N,
   payload: PayloadOf<N>,
   principal: Principal,
+  opts: { minWaitMs?: number } = {},
 ): Promise<ResultOf<N> | undefined> {
-  const waitMs = prefersAsync(ctx) ? 0 : p.config.SYNC_WAIT_MS;
+  // A job that is meant to take long (a mail wait) is waited for at least that long.
+  const waitMs = prefersAsync(ctx) ? 0 : Math.max(p.config.SYNC_WAIT_MS, opts.minWaitMs ?? 0);
   const outcome = await p.jobs.run(name, payload, { owner: principal.user.id, requestId: ctx.state.requestId, waitMs });
   if (outcome.done) return outcome.result;
   let state = 'waiting';

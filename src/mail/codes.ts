@@ -1,0 +1,525 @@
+// Finds the verification / one-time code in an email (subject, text, HTML) with rules only: no network, no model.
+
+export interface CodeSource { subject?: string | null; text?: string | null; html?: string | null }
+export interface FoundCode { code: string; score: number; }
+
+// ---------------------------------------------------------------------------------------------------------------
+// HTML to text
+
+const NAMED_ENTITIES: Record<string, string> = {
+  amp: '&', lt: '<', gt: '>', quot: '"', apos: "'", nbsp: '\u00a0', ensp: ' ', emsp: ' ', thinsp: ' ',
+  zwnj: '', zwj: '', shy: '', lrm: '', rlm: '',
+  copy: '©', reg: '®', trade: '™', hellip: '…', mdash: '—', ndash: '–', minus: '−', middot: '·', bull: '•',
+  lsquo: '‘', rsquo: '’', sbquo: '‚', ldquo: '“', rdquo: '”', bdquo: '„', laquo: '«', raquo: '»', lsaquo: '‹', rsaquo: '›',
+  euro: '€', pound: '£', yen: '¥', cent: '¢', curren: '¤', deg: '°', times: '×', divide: '÷', plusmn: '±', micro: 'µ',
+  para: '¶', sect: '§', dagger: '†', Dagger: '‡', iexcl: '¡', iquest: '¿', ordf: 'ª', ordm: 'º', prime: '′', rarr: '→', larr: '←',
+  aacute: 'á', eacute: 'é', iacute: 'í', oacute: 'ó', uacute: 'ú', yacute: 'ý', Aacute: 'Á', Eacute: 'É', Iacute: 'Í', Oacute: 'Ó', Uacute: 'Ú',
+  agrave: 'à', egrave: 'è', igrave: 'ì', ograve: 'ò', ugrave: 'ù', Agrave: 'À', Egrave: 'È',
+  acirc: 'â', ecirc: 'ê', icirc: 'î', ocirc: 'ô', ucirc: 'û', Acirc: 'Â', Ecirc: 'Ê',
+  auml: 'ä', euml: 'ë', iuml: 'ï', ouml: 'ö', uuml: 'ü', yuml: 'ÿ', Auml: 'Ä', Ouml: 'Ö', Uuml: 'Ü',
+  atilde: 'ã', otilde: 'õ', ntilde: 'ñ', Atilde: 'Ã', Otilde: 'Õ', Ntilde: 'Ñ',
+  ccedil: 'ç', Ccedil: 'Ç', szlig: 'ß', aring: 'å', Aring: 'Å', aelig: 'æ', AElig: 'Æ', oslash: 'ø', Oslash: 'Ø', oelig: 'œ', OElig: 'Œ',
+};
+
+// Zero-width joiners, soft hyphens and the combining grapheme joiner (&#847;) pad preheaders; they would split codes.
+const INVISIBLE = /[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180e\u200b-\u200f\u2060-\u2064\ufeff]/g;
+
+function decodeEntities(s: string): string {
+  return s.replace(/&(#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[a-zA-Z][a-zA-Z0-9]{1,31});?/g, (m, body: string) => {
+    if (body[0] === '#') {
+      const cp = body[1] === 'x' || body[1] === 'X' ? parseInt(body.slice(2), 16) : parseInt(body.slice(1), 10);
+      if (!(cp > 0 && cp <= 0x10ffff) || (cp >= 0xd800 && cp <= 0xdfff)) return '\ufffd';
+      return String.fromCodePoint(cp);
+    }
+    return NAMED_ENTITIES[body] ?? NAMED_ENTITIES[body.toLowerCase()] ?? m;
+  });
+}
+
+const BLOCK_TAGS = new Set(
+  ('p div br hr h1 h2 h3 h4 h5 h6 li ul ol dl dt dd tr table thead tbody tfoot caption section article header footer nav aside main ' +
+    'blockquote pre center address form fieldset figure figcaption option').split(' '),
+);
+// Elements whose content is never message text (CSS, scripts, metadata).
+const DROPPED_ELEMENTS = new Set(['head', 'style', 'script', 'noscript', 'template', 'svg', 'title', 'xml']);
+const CLOSE_TAG: Record<string, RegExp> = {};
+
+/** HTML to plain text for code search: drops <style>/<script>/<head>, comments, tags and attributes (so CSS colours and inline styles never reach the matcher), decodes entities, keeps <img alt> text, turns block elements into line breaks, collapses whitespace. */
+export function htmlToText(html: string): string {
+  // A single forward scan with indexOf, not regexes over the whole document: unclosed tags and comments in
+  // malformed mail would otherwise make this quadratic.
+  const out: string[] = [];
+  const n = html.length;
+  let i = 0;
+  while (i < n) {
+    const lt = html.indexOf('<', i);
+    if (lt === -1) {
+      out.push(html.slice(i).replace(/\s+/g, ' '));
+      break;
+    }
+    if (lt > i) out.push(html.slice(i, lt).replace(/\s+/g, ' '));
+    if (html.startsWith('<!--', lt)) {
+      const e = html.indexOf('-->', lt + 4);
+      i = e === -1 ? n : e + 3;
+      out.push(' ');
+      continue;
+    }
+    const head = /^<(\/?)([a-zA-Z][a-zA-Z0-9:-]*)/.exec(html.slice(lt, lt + 64));
+    const next = html[lt + 1];
+    if (!head && next !== '!' && next !== '?') {
+      out.push('<'); // "a < b" is text
+      i = lt + 1;
+      continue;
+    }
+    const gt = html.indexOf('>', lt + 1);
+    // An unterminated tag swallows the rest, as browsers do; it also keeps an unclosed <style> from leaking CSS.
+    if (gt === -1) break;
+    i = gt + 1;
+    if (!head) continue; // <!DOCTYPE>, <![endif]>, <?xml?>
+    const name = head[2]!.toLowerCase();
+    const closing = head[1] === '/';
+    if (!closing && DROPPED_ELEMENTS.has(name)) {
+      const re = (CLOSE_TAG[name] ??= new RegExp(`</${name}\\s*>`, 'gi'));
+      re.lastIndex = i;
+      const m = re.exec(html);
+      i = m ? m.index + m[0].length : n;
+      out.push(' ');
+    } else if (name === 'img') {
+      const alt = /\salt\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s>]+))/i.exec(html.slice(lt, gt + 1));
+      const text = alt ? (alt[1] ?? alt[2] ?? alt[3] ?? '') : '';
+      out.push(text ? ` ${text.replace(/\s+/g, ' ')} ` : ' ');
+    } else if (BLOCK_TAGS.has(name)) out.push('\n');
+    // Table cells of one row stay on one line: "Verification code | 305918".
+    else if (name === 'td' || name === 'th') out.push(' ');
+    // Inline tags vanish without a space so that <span>4</span><span>8</span> stays "48".
+  }
+  return tidy(decodeEntities(out.join('')).replace(INVISIBLE, ''));
+}
+
+/** Collapses horizontal whitespace, trims lines and drops empty ones, so that "adjacent line" means adjacent text. */
+function tidy(s: string): string {
+  const out: string[] = [];
+  for (const raw of s.replace(/\r\n?/g, '\n').split('\n')) {
+    const line = raw.replace(/[\s\u00a0\u2000-\u200a\u202f\u205f\u3000]+/g, ' ').trim();
+    if (line) out.push(line);
+  }
+  return out.join('\n');
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Normalising and masking
+
+/** Full-width digits, letters and punctuation (common in CJK mail) to ASCII, and hyphen look-alikes to '-'. */
+function normalise(s: string): string {
+  return s
+    .replace(INVISIBLE, '')
+    .replace(/[\uff01-\uff5e]/g, (c) => String.fromCharCode(c.charCodeAt(0) - 0xfee0))
+    .replace(/[\u2010\u2011\u2012\u2212]/g, '-');
+}
+
+const MASK_CHAR = '\u2591';
+const maskOf = (m: string) => m.replace(/[^\n]/g, MASK_CHAR);
+
+const MONTHS =
+  'jan(?:uary|\\.)?|feb(?:ruary|\\.)?|mar(?:ch|\\.)?|apr(?:il|\\.)?|may|june?|july?|aug(?:ust|\\.)?|sep(?:t(?:ember)?|\\.)?|oct(?:ober|\\.)?|nov(?:ember|\\.)?|dec(?:ember|\\.)?' +
+  '|januar|februar|märz|mai|juni|juli|oktober|dezember' +
+  '|enero|febrero|marzo|abril|mayo|junio|julio|agosto|septiembre|setiembre|octubre|noviembre|diciembre' +
+  '|janeiro|fevereiro|março|maio|junho|julho|setembro|outubro|novembro|dezembro' +
+  '|janvier|février|mars|avril|juin|juillet|août|septembre|octobre|novembre|décembre' +
+  '|января|февраля|марта|апреля|мая|июня|июля|августа|сентября|октября|ноября|декабря';
+const MONTH_RE = new RegExp(`(?<![\\p{L}])(?:${MONTHS})(?![\\p{L}])`, 'iu');
+
+// Labels whose value is an identifier, never a code: order, tracking, invoice, account, meeting numbers...
+// Latin labels need word boundaries; CJK ones cannot have them.
+const ID_LABELS_LATIN = [
+  'order(?:\\s+(?:number|no\\.?|id))?', 'invoice', 'receipt', 'tracking(?:\\s+(?:number|no\\.?|id|code))?', 'transaction\\s+(?:id|number|no\\.?)',
+  'reference(?:\\s+(?:number|no\\.?|id|code))?', 'ref\\.?', 'case', 'ticket', 'booking(?:\\s+(?:number|reference|ref\\.?))?', 'reservation(?:\\s+number)?',
+  'confirmation\\s+(?:number|no\\.?|#)', 'membership(?:\\s+number)?', 'member\\s+(?:id|number|no\\.?)', 'customer\\s+(?:id|number|no\\.?)',
+  'account\\s+(?:number|no\\.?|#)', '(?:account|card)\\s+ending(?:\\s+in)?', 'ending\\s+in', 'ends\\s+in', 'policy(?:\\s+number)?', 'claim(?:\\s+number)?',
+  'serial(?:\\s+number)?', 'sku', 'item(?:\\s+(?:number|no\\.?|#))', 'model(?:\\s+number)?', 'meeting\\s+id', 'webinar\\s+id', 'user\\s+id', 'id',
+  'auth(?:ori[sz]ation)?\\s+code', 'approval\\s+code',
+  'bestellung', 'bestellnummer', 'sendungsnummer', 'rechnungsnummer', 'rechnung', 'kundennummer', 'auftragsnummer', 'vorgangsnummer',
+  'hrb', 'hra', 'ust-idnr\\.?', 'steuernummer', 'iban',
+  'pedido', 'factura(?:\\s+n\\.?\\s*º)?', 'nif', 'cif', 'n[úu]mero\\s+de\\s+(?:pedido|seguimiento|factura)', 'referencia',
+  'commande', 'facture', 'num[ée]ro\\s+de\\s+(?:commande|suivi|facture)', 'siret', 'siren',
+  'заказ', 'трек-номер', 'номер\\s+заказа', 'сч[её]т', 'инн', 'огрн',
+];
+const ID_LABELS_CJK = [
+  '订单号', '订单编号', '订单', '快递单号', '运单号', '物流单号', '交易单号', '流水号', '訂單編號', '訂單', '備案號', 'ICP备', 'ICP備',
+  '注文番号', 'お問い合わせ番号', '伝票番号', '会員番号', '주문번호', '송장번호', '운송장번호', '회원번호', '사업자등록번호',
+];
+const ID_VALUE = '\\s*(?:#|№|n[º°o]\\.?|nr\\.?|no\\.?)?\\s*[:：#№]?\\s*(?=[A-Z0-9-]{0,40}\\d)[A-Z0-9][A-Z0-9-]{0,40}(?:[ ](?=[A-Z0-9-]{0,40}\\d)[A-Z0-9-]{1,40}){0,6}';
+
+const PHONE_LABELS =
+  'tel(?:ephone|efon|[ée]fono|[ée]phone)?|phone|call(?:\\s+us)?(?:\\s+(?:at|on))?|fax|mobile|hotline|whatsapp|telefone' +
+  '|тел(?:ефон)?|звоните';
+const PHONE_LABELS_CJK = '電話|电话|客服专线|客服專線|客服热线|客服熱線|服务热线|服務專線|客服|热线|熱線|手机|手機|カスタマーセンター|お問い合わせ|고객센터|전화';
+const PHONE_VALUE = '\\s*[:：.]?\\s*\\(?\\+?\\d[\\d ().-]{3,24}\\d';
+
+const ADDRESS_WORD = new RegExp(
+  '(?:(?<![\\p{L}])\\p{L}*(?:stra(?:ß|ss)e|gasse|weg|platz|allee)(?![\\p{L}])|(?<![\\p{L}])(?:street|st\\.?|str\\.|avenue|ave\\.?|road|rd\\.?|blvd|boulevard|suite|ste\\.|floor|lane|calle|avenida|av\\.|rua|rue|plaza|piso|cedex|po box|p\\.o\\. box|ул\\.|улица|проспект|г\\.|д\\.)(?![\\p{L}])|[路街]\\d|(?<!\\d)\\d{1,6}[号號]|丁目|番地)',
+  'iu',
+);
+
+// Applied in order: later patterns see earlier masks, so a URL's digits can never be re-read as a date.
+const MASKS: RegExp[] = [
+  // URLs, bare domains with paths, e-mail addresses
+  /\b(?:https?:\/\/|www\.)[^\s<>"'）)]+/gi,
+  /(?<![\w.-])(?:[a-z0-9-]{1,63}\.){1,8}[a-z]{2,24}\/[^\s<>"']*/gi,
+  /(?<![\w.+-])[\w.+-]{1,64}@[\w-]{1,63}(?:\.[\w-]{1,63}){1,8}/g,
+  // CSS: rule bodies, colours, functional colours
+  /\{[^{}\n:]*:[^{}\n]*\}/g,
+  /#(?:[0-9a-f]{8}|[0-9a-f]{6}|[0-9a-f]{3,4})(?![0-9a-z])/gi,
+  /\b(?:rgba?|hsla?)\s*\([^)]{0,60}\)/gi,
+  /\b(?:colou?r|background(?:-colou?r)?|bgcolor|border(?:-[a-z]+)?|fill|stroke)\s*[:=]\s*["']?\s*#?[0-9a-f]{3,8}\b/gi,
+  // IP addresses
+  /(?<![\d.])\d{1,3}(?:\.\d{1,3}){3}(?!\.?\d)/g,
+  // Dates
+  /(?<![\d.])(?:19|20)\d{2}\s?[-/.年]\s?(?:0?[1-9]|1[0-2])\s?[-/.月]\s?(?:0?[1-9]|[12]\d|3[01])日?(?![\d])/g,
+  /(?<![\d.])\d{1,2}[-/.]\d{1,2}[-/.](?:\d{4}|\d{2})(?![\d])/g,
+  /(?<!\d)(?:19|20)\d{2}\s?年(?:\s?\d{1,2}\s?月(?:\s?\d{1,2}\s?日)?)?/g,
+  /(?<!\d)\d{1,2}\s?月\s?\d{1,2}\s?日/g,
+  /(?<!\d)(?:19|20)\d{2}\s?년(?:\s?\d{1,2}\s?월(?:\s?\d{1,2}\s?일)?)?/g,
+  /(?<!\d)\d{1,2}\s?월\s?\d{1,2}\s?일/g,
+  /(?<!\d)(?:19|20)\d{2}(?:0[1-9]|1[0-2])(?:0[1-9]|[12]\d|3[01])(?!\d)/g,
+  new RegExp(`(?<![\\p{L}\\d])\\d{1,2}(?:st|nd|rd|th)?\\.?\\s(?:de\\s)?(?:${MONTHS})\\.?(?:,?\\s(?:de\\s)?\\d{4}(?:\\s?г(?:ода|\\.)?)?)?(?![\\p{L}])`, 'giu'),
+  new RegExp(`(?<![\\p{L}])(?:${MONTHS})\\.?\\s\\d{1,2}(?:st|nd|rd|th)?(?:,?\\s\\d{4})?(?!\\d)`, 'giu'),
+  new RegExp(`(?<![\\p{L}])(?:${MONTHS})\\.?\\s\\d{4}(?!\\d)`, 'giu'),
+  // Times
+  /(?<![\d])(?:[01]?\d|2[0-3])[:h][0-5]\d(?:[:.][0-5]\d)?(?:\s?(?:[ap]\.?m\.?|uhr|hrs?|utc|gmt))?(?![\d])/gi,
+  /(?<![\d])(?:[01]?\d|2[0-3])\.[0-5]\d\s?(?:[ap]\.?m\.?|uhr|h)(?![\p{L}])/giu,
+  /(?<![\d])\d{1,4}\s?[ap]\.?m\.?(?![a-z])/gi,
+  /(?<![\d])\d{1,2}\s?(?:時|点|點|시)\s?\d{1,2}\s?(?:分|분)/g,
+  /(?<![\d])\d{1,2}\s?(?:時|点|點|시)(?![\d])/g,
+  // Phone numbers
+  /\+\d{1,3}(?:[ .-]?\(?\d{1,4}\)?){2,6}/g,
+  /\(\d{1,4}\)\s?\d{2,4}(?:[ .-]\d{2,4}){1,3}/g,
+  /(?<![\d-])\d{2,4}[ .-]\d{3,4}[ .-]\d{4}(?![\d-])/g,
+  /(?<![\d-])1[ .-]?8\d\d[ .-]\d{3}[ .-]\d{4}(?!\d)/g,
+  new RegExp(`(?<![\\p{L}])(?:${PHONE_LABELS})(?![\\p{L}])${PHONE_VALUE}`, 'giu'),
+  new RegExp(`(?:${PHONE_LABELS_CJK})${PHONE_VALUE}`, 'gu'),
+  /\btext\s+\w{1,20}\s+to\s+\d{3,6}\b/gi,
+  // Postal codes with an explicit label
+  /(?:〒|postal code|post code|postcode|zip(?:\s?code)?|plz|cep|c[óo]digo postal|code postal|почтовый индекс|индекс|邮编|郵遞區號|우편번호)\s*[:：]?\s*[A-Z0-9]{2,6}(?:[ -][A-Z0-9]{3,4})?/giu,
+  /\b(?!PIN|OTP|TAN)[A-Z]{2}\s\d{5}(?:-\d{4})?\b/g,
+  // Money
+  /(?:[$€£¥₩₽￥]|US\$|R\$|A\$|C\$|HK\$|NT\$|S\$|\b(?:RMB|CNY|USD|EUR|GBP|JPY|KRW|RUB|CHF|INR|BRL|MXN)\b)\s?\d{1,12}(?:[,. ]\d{3}(?!\d)){0,4}(?:[.,]\d{1,2})?/g,
+  /(?<![\d.,])\d{1,12}(?:[,. ]\d{3}(?!\d)){0,4}(?:[.,]\d{1,2})?\s?(?:€|₽|元|円|원|руб\.?|р\.|zł|kr|(?:USD|EUR|RMB|CNY|JPY|KRW|RUB|dollars?|euros?)\b)/giu,
+  /(?<![\d.,])\d{1,3}(?:,\d{3})+(?:\.\d{1,4})?(?![\d,])/g,
+  /(?<![\d.,])\d{1,3}(?:\.\d{3})+,\d{1,2}(?![\d])/g,
+  /(?<![\d.,])\d{1,12}[.,]\d{1,2}(?![\d.,])/g,
+  // Percentages, versions
+  /(?<![\d.,])\d{1,12}(?:[.,]\d{1,6})?\s?%/g,
+  /(?<![\w.])v?\d{1,12}(?:\.\d{1,12}){1,3}(?![\w])/gi,
+  /(?<![\w])v\d+(?![\w.])/gi,
+  // Copyright years
+  /(?:©|\(c\)|copyright)\s*(?:\d{4}\s*[-–]\s*)?\d{4}/gi,
+  // Labelled identifiers
+  new RegExp(`(?<![\\p{L}])(?:${ID_LABELS_LATIN.join('|')})(?![\\p{L}])${ID_VALUE}`, 'giu'),
+  new RegExp(`(?:${ID_LABELS_CJK.join('|')})${ID_VALUE}`, 'giu'),
+];
+
+function maskLine(line: string, hasKeyword: boolean): string {
+  // Postcodes in address lines: only when the line does not also announce a code.
+  if (!hasKeyword && ADDRESS_WORD.test(line)) line = line.replace(/(?<![\d-])\d{4,6}(?![\d-])/g, maskOf);
+  return line;
+}
+
+function mask(s: string): string {
+  for (const re of MASKS) s = s.replace(re, maskOf);
+  return s
+    .split('\n')
+    .map((line) => maskLine(line, KEYWORD_TEST.test(line)))
+    .join('\n');
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Keywords
+
+const STRONG_LATIN = [
+  'one[- ]?time(?:\\s+(?:pass(?:code|word)|code|pin))?', 'otp', 'passcode', 'pass\\s+code', '2fa', 'mfa', 'pin(?:-code)?', 'tan',
+  'security\\s+code', 'login\\s+code', 'sign[- ]in\\s+code', 'verification\\s+code', 'confirmation\\s+code', 'access\\s+code', 'auth(?:entication)?\\s+code',
+  'código', 'codigo', 'clave', 'c[oó]digo\\s+de\\s+verificaci[oó]n', 'código\\s+de\\s+verificação',
+  'code\\s+de\\s+v[ée]rification', 'code\\s+de\\s+confirmation', 'code\\s+de\\s+s[ée]curit[ée]',
+  'код(?:а|ом)?(?:\\s+подтверждения)?', 'пароль', 'одноразов\\p{L}*',
+  'einmal(?:passwort|code|kennwort)',
+];
+const WEAK_LATIN = [
+  'verification', 'verify', 'verifying', 'verified', 'confirm', 'confirmation', 'authentication', 'authenticate', 'authenticator', 'two-factor', '2-step',
+  'verificación', 'verificacion', 'verificação', 'verificar', 'confirmar', 'confirme', 'vérification', 'vérifier', 'confirmer',
+  'bestätigung', 'bestätigen', 'verifizierung', 'verifizieren', 'anmeldung', 'подтверждени\\p{L}*', 'подтвердить', 'вход\\p{L}*',
+];
+const STRONG_CJK = [
+  '验证码', '校验码', '动态码', '驗證碼', '確認碼', '确认码', '认证码', '認證碼', '安全码', '安全碼', '动态密码', '動態密碼', '一次性密码', '校驗碼',
+  '認証コード', '確認コード', '認証番号', '確認番号', 'ワンタイム', 'セキュリティコード', '検証コード', 'ワンタイムパスワード',
+  '인증번호', '인증 ?코드', '보안 ?코드', '확인 ?코드', '승인번호', '인증 ?번호', 'OTP',
+];
+const WEAK_CJK = ['验证', '驗證', '認証', '인증'];
+
+// Compound words ending in code/код ("Bestätigungscode", "passcode", "Anmeldecode"); the prefix decides whether it is a decoy.
+const COMPOUND = '[\\p{L}]*(?:codes?|kode|код(?:а|ом)?)';
+
+const KEYWORD_RE = new RegExp(
+  `(?<![\\p{L}\\p{N}])(?:${[...STRONG_LATIN, ...WEAK_LATIN].join('|')}|${COMPOUND})(?![\\p{L}\\p{N}])|${[...STRONG_CJK, ...WEAK_CJK].join('|')}`,
+  'giu',
+);
+const KEYWORD_TEST = new RegExp(KEYWORD_RE.source, 'iu');
+const WEAK_RE = new RegExp(`^(?:${[...WEAK_LATIN, ...WEAK_CJK].join('|')})$`, 'iu');
+
+// "code" that names something else: promo/postal/source/error codes and friends.
+const NOT_A_CODE_PREFIX =
+  /^(?:promo|rabatt|gutschein|aktions|discount|coupon|voucher|gift|post|zip|bar|qr|source|error|status|fehler|промо|штрих|индекс)/iu;
+const NOT_A_CODE_BEFORE =
+  /(?<![\p{L}])(?:promo(?:tional)?|discount|coupon|voucher|gift|postal|post|zip|area|country|source|qr|bar|error|status|reference|referral|invite|invitation|tracking|dress|offer|sale|colou?r|html|auth(?:ori[sz]ation)?|approval|redeem|redemption|referencia|recovery|backup|vs)[\s-]*$/iu;
+const NOT_A_CODE_AFTER =
+  /^\s*(?:review|reviews|postal|promo|promocional|de\s+(?:descuento|réduction|promoción|promoção|desconto)|of\s+conduct|base|snippet|block|signing|has\s+been\s+used|was\s+(?:just\s+)?used|is\s+no\s+longer|expired)/iu;
+
+interface Keyword { start: number; end: number; strong: boolean }
+
+function findKeywords(s: string): Keyword[] {
+  const out: Keyword[] = [];
+  for (const m of s.matchAll(KEYWORD_RE)) {
+    const word = m[0];
+    const start = m.index;
+    const end = start + word.length;
+    const lower = word.toLowerCase();
+    // The bare word "Pin"/"pin" is a verb or a map pin; PIN as a code is written in capitals.
+    if (lower === 'pin' && word !== 'PIN') continue;
+    if (lower === 'tan' && word !== 'TAN') continue;
+    if (/(?:codes?|kode|код(?:а|ом)?)$/iu.test(word) && !/^(?:pass|pin|einmal|one)/iu.test(word)) {
+      const prefix = word.replace(/(?:codes?|kode|код(?:а|ом)?)$/iu, '');
+      if (prefix && NOT_A_CODE_PREFIX.test(prefix)) continue;
+    }
+    if (/cod|код|コード|码|碼|번호|코드/iu.test(word)) {
+      if (NOT_A_CODE_BEFORE.test(s.slice(Math.max(0, start - 24), start))) continue;
+      if (NOT_A_CODE_AFTER.test(s.slice(end, end + 30))) continue;
+    }
+    out.push({ start, end, strong: !WEAK_RE.test(word) });
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Candidates
+
+interface Candidate { code: string; start: number; end: number; digits: boolean }
+
+const ALNUM_STOP = /^(?:UTF|ISO|SHA|MD|COVID|SARS|RFC|CVE|AES|RSA|TLS|SSL|USB|MP|IPV|HTTP|WPA|DDR|LTE|PCIE|HDMI|ECMA|ES|IOS|IE|WIN)-?\d/;
+const UNIT_TOKEN = /^\d{1,4}(?:PX|PT|EM|GB|MB|KB|TB|MHZ|GHZ|HZ|MP|FPS|K|P|G|H|D|M|S|X|ST|ND|RD|TH|AM|PM|HRS?|MIN|MM|CM|KM|KG|ML)$/;
+const UNIT_AFTER =
+  /^\s?(?:px|pt|em|rem|vh|vw|dpi|ms|secs?|seconds?|mins?|minutes?|hrs?|hours?|days?|weeks?|months?|years?|yrs?|kb|mb|gb|tb|kg|km|mi|miles?|items?|points?|pts|users?|people|members|views|times|x|×|st|nd|rd|th|分钟|分鐘|分|秒|小时|小時|天|日|个|個|件|元|次|人|名|時間|分間|円|点|초|분|시간|일|원|개|мин\p{L}*|сек\p{L}*|час\p{L}*|дн\p{L}*|шт|руб\p{L}*|₽|minuten|min\.|stunden|tage|stück|minutos|horas|días|dias|heures?|jours?)(?![\p{L}])/iu;
+const YEAR_BEFORE = /(?<![\p{L}])(?:©|\(c\)|copyright|since|seit|desde|depuis|established|est\.|founded|gegründet|fundad[ao]|fondée?|year|jahr|año|année|ano|год|in|im|en|de|em|en|fy|q[1-4])\W{0,3}$/iu;
+const YEAR_AFTER = /^\s?(?:年|년|г\.|года?|[-–]\s?\d{2,4})/u;
+
+const isAlnumChar = (c: string | undefined) => c !== undefined && /[A-Za-z0-9]/.test(c);
+
+/** Whether the characters around [start, end) make the token part of something larger (a number, a path, a mask). */
+function badNeighbours(s: string, start: number, end: number): boolean {
+  const p = s[start - 1];
+  const pp = s[start - 2];
+  const n = s[end];
+  const nn = s[end + 1];
+  if (p === MASK_CHAR || n === MASK_CHAR) return true;
+  if (p !== undefined && /[_/\\#@$€£¥₩₽+=&?%~]/.test(p)) return true;
+  if ((p === '.' || p === ',' || p === '-') && isAlnumChar(pp)) return true;
+  if (p === ':' && pp !== undefined && /\d/.test(pp)) return true;
+  if (n !== undefined && /[_/\\@%=°]/.test(n)) return true;
+  if ((n === '.' || n === ',' || n === ':' || n === '-') && isAlnumChar(nn)) return true;
+  return false;
+}
+
+function candidates(s: string): Candidate[] {
+  // Hyphen chunks: "581-209", "G-730145", "555-35-35"; spaces join digit chunks into runs: "739 104", "138 0013 8000".
+  const chunks: { parts: string[]; start: number; end: number }[] = [];
+  for (const m of s.matchAll(/[A-Za-z0-9]+(?:-[A-Za-z0-9]+)*/g)) {
+    chunks.push({ parts: m[0].split('-'), start: m.index, end: m.index + m[0].length });
+  }
+  const out: Candidate[] = [];
+  const isDigitChunk = (c: (typeof chunks)[number]) => c.parts.every((p) => /^\d+$/.test(p));
+
+  let i = 0;
+  while (i < chunks.length) {
+    const c = chunks[i]!;
+    if (!isDigitChunk(c)) {
+      const alnum = alnumCandidate(s, c.parts, c.start, c.end);
+      if (alnum) out.push(alnum);
+      i++;
+      continue;
+    }
+    let j = i;
+    while (j + 1 < chunks.length && isDigitChunk(chunks[j + 1]!) && s.slice(chunks[j]!.end, chunks[j + 1]!.start) === ' ') j++;
+    const run = chunks.slice(i, j + 1);
+    i = j + 1;
+    const groups = run.flatMap((r) => r.parts);
+    const start = run[0]!.start;
+    const end = run[run.length - 1]!.end;
+    // Three or more groups is a phone, card, tracking or dial-in number, never a code.
+    if (groups.length >= 3) continue;
+    if (groups.length === 2) {
+      const [a, b] = groups as [string, string];
+      if (a.length >= 3 && a.length <= 4 && b.length >= 3 && b.length <= 4) {
+        if (!badNeighbours(s, start, end)) out.push({ code: a + b, start, end, digits: true });
+        continue;
+      }
+      if (run.length === 2) {
+        // "10 482913": a stray number beside a code; consider each on its own.
+        for (const r of run) {
+          const g = r.parts[0]!;
+          if (g.length >= 4 && g.length <= 8 && !badNeighbours(s, r.start, r.end)) out.push({ code: g, start: r.start, end: r.end, digits: true });
+        }
+      }
+      continue;
+    }
+    const g = groups[0]!;
+    if (g.length >= 4 && g.length <= 8 && !badNeighbours(s, start, end)) out.push({ code: g, start, end, digits: true });
+  }
+  return out;
+}
+
+function alnumCandidate(s: string, parts: string[], start: number, end: number): Candidate | null {
+  if (parts.length > 2) return null;
+  const flat = parts.join('');
+  if (flat.length < 4 || flat.length > 10) return null;
+  // Codes are printed in capitals; lower-case mixes are hashes, ids and words ("3f9a2c1", "iOS18").
+  if (!/^[A-Z0-9]+$/.test(flat) || !/\d/.test(flat) || !/[A-Z]/.test(flat)) return null;
+  const code = parts.join('-');
+  if (ALNUM_STOP.test(code) || UNIT_TOKEN.test(flat)) return null;
+  if (badNeighbours(s, start, end)) return null;
+  return { code, start, end, digits: false };
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Scoring
+
+const MAX_GAP = 80;
+const LABEL_BEFORE = /(?:[:：]|(?<![\p{L}])(?:is|are|was|ist|lautet|est|es|é|são|será|sind|это|—|-)|[是为為は])\s*["'“‘«「『【\[(（]?\s*$/iu;
+
+function lengthPoints(c: Candidate): number {
+  const n = c.code.replace('-', '').length;
+  if (n === 6) return 30;
+  if (n === 4 || n === 8) return 20;
+  if (n === 5 || n === 7) return 14;
+  return 8;
+}
+
+function isYearLike(code: string): boolean {
+  if (!/^\d{4}$/.test(code)) return false;
+  const y = Number(code);
+  return y >= 1900 && y <= 2099;
+}
+
+function nearbyMonth(s: string, start: number, end: number): boolean {
+  return MONTH_RE.test(s.slice(Math.max(0, start - 16), start)) || MONTH_RE.test(s.slice(end, end + 16));
+}
+
+/** The line holding [start, end) if it is short enough to be "the code on its own line"; null otherwise. */
+function shortLineAround(s: string, start: number, end: number): string | null {
+  // Looks only 40 characters each way, so that a one-line megabyte mail stays linear.
+  const from = Math.max(0, start - 40);
+  const left = s.slice(from, start);
+  const nl = left.lastIndexOf('\n');
+  if (nl === -1 && from > 0) return null;
+  const right = s.slice(end, end + 40);
+  const nr = right.indexOf('\n');
+  if (nr === -1 && end + 40 < s.length) return null;
+  return left.slice(nl + 1) + s.slice(start, end) + (nr === -1 ? right : right.slice(0, nr));
+}
+
+/** Score of one candidate in one segment, or null when it may not be a code at all. */
+function scoreCandidate(s: string, c: Candidate, keywords: Keyword[], inSubject: boolean): number | null {
+  const after = s.slice(c.end, c.end + 16);
+  if (c.digits && UNIT_AFTER.test(after)) return null;
+  if (/^\s?[ap]\.?m\.?(?![a-z])/i.test(after)) return null;
+  const before = s.slice(Math.max(0, c.start - 24), c.start);
+  if (/(?:№|\bno\.|\bnr\.|#)\s*$/i.test(before)) return null;
+
+  const yearLike = isYearLike(c.code);
+  if (yearLike && (YEAR_BEFORE.test(before) || YEAR_AFTER.test(after) || nearbyMonth(s, c.start, c.end))) return null;
+
+  const line = shortLineAround(s, c.start, c.end);
+  const ownLine = line !== null && line.replace(/[\s"'“”‘’«»「」『』【】\[\]()（）:：.。,，!！-]/g, '') === c.code.replace('-', '');
+
+  let best: { gap: number; sameLine: boolean; before: boolean; strong: boolean } | null = null;
+  // Keywords are sorted by position; only those within reach are looked at, so long mails stay linear.
+  const reach = MAX_GAP * 2.5;
+  let lo = 0;
+  let hi = keywords.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (keywords[mid]!.end < c.start - reach) lo = mid + 1;
+    else hi = mid;
+  }
+  for (let ki = lo; ki < keywords.length; ki++) {
+    const k = keywords[ki]!;
+    if (k.start > c.end + reach) break;
+    if (k.end > c.start && k.start < c.end) continue;
+    const kwBefore = k.end <= c.start;
+    const between = kwBefore ? s.slice(k.end, c.start) : s.slice(c.end, k.start);
+    const breaks = between.split('\n').length - 1;
+    if (breaks > 1) continue;
+    const gap = between.length;
+    // A code alone on its line belongs to the sentence right above or below it, however long that sentence is.
+    const ok = (gap <= MAX_GAP) || (ownLine && breaks === 1 && gap <= MAX_GAP * 2.5);
+    if (!ok) continue;
+    const effective = Math.min(gap, MAX_GAP);
+    if (!best || effective - (k.strong ? 10 : 0) < best.gap - (best.strong ? 10 : 0)) {
+      best = { gap: effective, sameLine: breaks === 0, before: kwBefore, strong: k.strong };
+    }
+  }
+  if (!best) return null;
+
+  let score = lengthPoints(c);
+  score += 25 * (1 - best.gap / (MAX_GAP + 20));
+  if (best.sameLine) score += 5;
+  if (best.before) score += 3;
+  if (best.strong) score += 6;
+  const labelled = LABEL_BEFORE.test(s.slice(Math.max(0, c.start - 12), c.start));
+  if (labelled) score += 12;
+  if (ownLine) score += 12;
+  if (c.digits) score += 8;
+  else {
+    // Letters-and-digits tokens are mostly product names and ids unless a keyword introduces them.
+    if (!(best.before && best.gap <= 30 && (labelled || ownLine))) score -= 14;
+    if (/^[A-Z]{4,}\d{1,4}$|^\d{1,4}[A-Z]{4,}$/.test(c.code)) score -= 20;
+  }
+  if (yearLike) score -= 8;
+  if (inSubject) score += 4;
+  return score;
+}
+
+// Below this, a candidate is only weakly tied to a keyword (e.g. an unlabelled letters-and-digits token); null is safer.
+const MIN_SCORE = 35;
+// About the best a labelled 6-digit code can reach; maps raw points onto 0..1 for callers.
+const MAX_SCORE = 110;
+
+/** The most likely verification code in a message, or null. */
+export function extractCode(msg: CodeSource): FoundCode | null {
+  const segments: { text: string; subject: boolean }[] = [];
+  if (msg.subject) segments.push({ text: tidy(normalise(msg.subject)), subject: true });
+  if (msg.text) segments.push({ text: tidy(normalise(msg.text)), subject: false });
+  if (msg.html) segments.push({ text: normalise(htmlToText(msg.html)), subject: false });
+
+  const found = new Map<string, { score: number; seen: number }>();
+  for (const seg of segments) {
+    const masked = mask(seg.text);
+    const keywords = findKeywords(masked);
+    if (keywords.length === 0) continue;
+    for (const c of candidates(masked)) {
+      const score = scoreCandidate(masked, c, keywords, seg.subject);
+      if (score === null) continue;
+      const prev = found.get(c.code);
+      if (prev) {
+        prev.score = Math.max(prev.score, score);
+        prev.seen++;
+      } else found.set(c.code, { score, seen: 1 });
+    }
+  }
+
+  let best: FoundCode | null = null;
+  for (const [code, f] of found) {
+    // The same code repeated (preheader, subject, body, text part) is more likely the one.
+    const score = f.score + Math.min(6, 3 * (f.seen - 1));
+    if (score < MIN_SCORE) continue;
+    if (!best || score > best.score || (score === best.score && code < best.code)) best = { code, score };
+  }
+  return best ? { code: best.code, score: Math.round(Math.min(1, best.score / MAX_SCORE) * 1000) / 1000 } : null;
+}

@@ -1,0 +1,104 @@
+// Prometheus metrics: HTTP latency by route, queue depth by state, job durations and failures, process stats.
+import http from 'node:http';
+import { Router } from '@koa/router';
+import type { Middleware } from 'koa';
+import client from 'prom-client';
+import type { Queue } from 'bullmq';
+import { withTimeout } from './redis.js';
+
+/** One registry per process: the API's, its in-process workers', or a worker process's. */
+export const registry = new client.Registry();
+client.collectDefaultMetrics({ register: registry, prefix: 'switchyard_' });
+
+const httpDuration = new client.Histogram({
+  name: 'switchyard_http_request_duration_seconds',
+  help: 'HTTP request latency by method, route template and status',
+  labelNames: ['method', 'route', 'status'] as const,
+  buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+  registers: [registry],
+});
+
+const jobDuration = new client.Histogram({
+  name: 'switchyard_job_duration_seconds',
+  help: 'Time a processor took, by queue, job name and outcome',
+  labelNames: ['queue', 'name', 'outcome'] as const,
+  buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120],
+  registers: [registry],
+});
+
+const jobFailures = new client.Counter({
+  name: 'switchyard_job_failures_total',
+  help: 'Failed job attempts, by queue, job name and whether they will be retried',
+  labelNames: ['queue', 'name', 'final'] as const,
+  registers: [registry],
+});
+
+export function recordJob(queue: string, name: string, seconds: number, outcome: 'completed' | 'failed', final: boolean) {
+  jobDuration.observe({ queue, name, outcome }, seconds);
+  if (outcome === 'failed') jobFailures.inc({ queue, name, final: String(final) });
+}
+
+const STATES = ['waiting', 'active', 'delayed', 'completed', 'failed', 'prioritized', 'waiting-children'] as const;
+
+const watched = new Set<Queue>();
+
+new client.Gauge({
+  name: 'switchyard_queue_jobs',
+  help: 'Jobs in each queue, by state',
+  labelNames: ['queue', 'state'] as const,
+  registers: [registry],
+  async collect() {
+    this.reset();
+    for (const q of watched) {
+      try {
+        const counts = await withTimeout(q.getJobCounts(...STATES), 1_000);
+        for (const state of STATES) this.set({ queue: q.name, state }, counts[state] ?? 0);
+      } catch {
+        // Redis away: the series are missing from this scrape rather than the scrape failing.
+      }
+    }
+  },
+});
+
+/** Reports these queues' depth per state (read from Redis when scraped); returns the undo. */
+export function watchQueues(queues: Queue[]): () => void {
+  for (const q of queues) watched.add(q);
+  return () => {
+    for (const q of queues) watched.delete(q);
+  };
+}
+
+/** Times every request under its route template (not its path: ids would explode the series). */
+export function httpMetrics(): Middleware {
+  return async (ctx, next) => {
+    const end = httpDuration.startTimer();
+    try {
+      await next();
+    } finally {
+      const route = (ctx as unknown as { _matchedRoute?: string })._matchedRoute;
+      end({ method: ctx.method, route: typeof route === 'string' ? route : ctx.path.startsWith('/admin/queues') ? '/admin/queues' : 'unmatched', status: String(ctx.status) });
+    }
+  };
+}
+
+export function metricsRouter(): Router {
+  const router = new Router();
+  router.get('/metrics', async (ctx) => {
+    ctx.type = registry.contentType;
+    ctx.body = await registry.metrics();
+  });
+  return router;
+}
+
+/** A bare /metrics endpoint for worker processes (METRICS_PORT), which have no API to hang it on. */
+export function serveMetrics(port: number, host: string): http.Server {
+  return http
+    .createServer(async (req, res) => {
+      if (req.url !== '/metrics') {
+        res.writeHead(404, { 'content-type': 'application/json' }).end('{"error":"not found"}');
+        return;
+      }
+      res.writeHead(200, { 'content-type': registry.contentType }).end(await registry.metrics());
+    })
+    .listen(port, host);
+}

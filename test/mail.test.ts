@@ -1,0 +1,484 @@
+// Area D over HTTP against a real Dovecot and a real SMTP server, password and OAuth2 (XOAUTH2) accounts.
+import net from 'node:net';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { HttpClient } from './helpers/http.js';
+import { startTestApp, type TestApp } from './helpers/services.js';
+import { buildMessage, startDovecot, type DovecotServer } from './helpers/dovecot.js';
+import { FakeMicrosoftOAuth } from './helpers/oauth.js';
+import { startSmtp, type SmtpTestServer } from './helpers/smtp.js';
+
+const CLIENT_ID = '9e5f94bc-e8a4-4e73-b8be-63364c29d753';
+
+let oauth: FakeMicrosoftOAuth;
+let dovecot: DovecotServer;
+let smtp: SmtpTestServer;
+let t: TestApp;
+let me: HttpClient;
+
+let n = 0;
+/** A fresh mailbox address, so tests do not see each other's mail. */
+const address = (label: string) => `${label}-${Date.now()}-${++n}@example.test`;
+const mail = (to: string, subject: string, body: { text?: string; html?: string; from?: string; date?: Date } = {}) =>
+  buildMessage({ from: body.from ?? 'Sender Name <sender@service.example>', to, subject, text: body.text, html: body.html, date: body.date });
+
+async function passwordAccount(label = 'pw') {
+  const email = address(label);
+  await dovecot.addUser(email, 'imap-password');
+  const res = await me.post('/api/mail/accounts', {
+    email,
+    auth: { type: 'password', password: 'imap-password' },
+    imap: { host: dovecot.host, port: dovecot.port, secure: false },
+    smtp: { host: smtp.host, port: smtp.port, secure: false },
+  });
+  expect(res.status, res.text).toBe(201);
+  return email;
+}
+
+async function oauthAccount(label = 'oa', opts: { rotate?: boolean } = {}) {
+  const email = address(label);
+  const refreshToken = `M.R3_BAY.${label}-${n}-initial-refresh-token`;
+  oauth.addAccount({ email, clientId: CLIENT_ID, refreshToken, rotate: opts.rotate });
+  const res = await me.post('/api/mail/accounts', {
+    email,
+    auth: { type: 'oauth2', client_id: CLIENT_ID, refresh_token: refreshToken },
+    imap: { host: dovecot.host, port: dovecot.port, secure: false },
+    smtp: { host: smtp.host, port: smtp.port, secure: false },
+  });
+  expect(res.status, res.text).toBe(201);
+  return { email, refreshToken };
+}
+
+beforeAll(async () => {
+  oauth = await new FakeMicrosoftOAuth().start();
+  dovecot = await startDovecot({ oauth: { introspectionUrl: oauth.introspectionUrl }, oauthMechanisms: ['xoauth2'] });
+  smtp = await startSmtp({ verifyToken: (email, token) => oauth.isValidAccessToken(email, token), rejectRecipients: ['nobody@example.test'] });
+  t = await startTestApp({ env: { MS_TOKEN_URL: oauth.tokenUrl, MAIL_TIMEOUT_MS: '5000' } });
+  await t.root.post('/api/user/', { username: 'mailer', password: 'mailer-password' });
+  me = new HttpClient(t.url);
+  await me.login('mailer', 'mailer-password');
+});
+
+afterAll(async () => {
+  await t?.close();
+  await Promise.all([dovecot?.stop(), smtp?.stop(), oauth?.stop()]);
+});
+
+describe('accounts', () => {
+  it('adds password and OAuth2 accounts, lists them without secrets, encrypts them at rest', async () => {
+    const pw = await passwordAccount();
+    const { email: oa, refreshToken } = await oauthAccount();
+    const list = await me.get('/api/mail/accounts');
+    expect(list.status).toBe(200);
+    const emails = list.body.map((a: { email: string }) => a.email);
+    expect(emails).toEqual(expect.arrayContaining([pw, oa]));
+    expect(list.text).not.toContain('imap-password');
+    expect(list.text).not.toContain(refreshToken);
+    const row = await t.platform.db('mail_accounts').where({ email: oa }).first();
+    expect(JSON.stringify(row)).not.toContain(refreshToken);
+    expect(list.body.find((a: { email: string }) => a.email === oa)).toMatchObject({ auth_type: 'oauth2', client_id: CLIENT_ID });
+  });
+
+  it('defaults to Outlook servers and validates the rest', async () => {
+    const res = await me.post('/api/mail/accounts', { email: 'Someone@Outlook.com', auth: { type: 'oauth2', client_id: CLIENT_ID, refresh_token: 'M.x' } });
+    expect(res.status).toBe(201);
+    expect(res.body).toMatchObject({ email: 'someone@outlook.com', imap: { host: 'outlook.office365.com', port: 993, secure: true }, smtp: { host: 'smtp.office365.com', port: 587, secure: false } });
+    for (const body of [
+      { email: 'not-an-email', auth: { type: 'password', password: 'x' } },
+      { email: 'a@b.example', auth: { type: 'magic' } },
+      { email: 'a@b.example', auth: { type: 'oauth2', client_id: CLIENT_ID } },
+      { email: 'a@b.example', auth: { type: 'password', password: 'x' }, imap: { port: 70000 } },
+      { email: 'a@b.example', auth: { type: 'password', password: 'x' }, imap: { host: 'bad host; rm -rf' } },
+    ]) {
+      const r = await me.post('/api/mail/accounts', body);
+      expect(r.status, JSON.stringify(body)).toBe(400);
+      expect(Object.keys(r.body)).toEqual(['error']);
+    }
+  });
+
+  it('imports lines, tolerating swapped client_id and refresh_token, and says why others failed', async () => {
+    const lines = [
+      '# exported from a vendor',
+      `imp1@outlook.com----pass1----${CLIENT_ID}----M.R3_BAY.refresh-one`,
+      `imp2@outlook.com----pass2----M.R3_BAY.refresh-two-long-token----${CLIENT_ID}`,
+      'imp3@example.test----plain-password',
+      'not an email----x----y----z',
+      'imp4@example.test',
+      '',
+      `imp5@outlook.com--------M.R3_BAY.no-password----${CLIENT_ID}`,
+    ].join('\n');
+    const res = await me.post('/api/mail/accounts/import', lines, { 'content-type': 'text/plain' });
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ imported: 4, failed: 2 });
+    const byLine = new Map(res.body.results.map((r: { line: number }) => [r.line, r]));
+    expect(byLine.get(2)).toMatchObject({ ok: true, email: 'imp1@outlook.com', auth_type: 'oauth2' });
+    expect(byLine.get(3)).toMatchObject({ ok: true, email: 'imp2@outlook.com', auth_type: 'oauth2' });
+    expect(byLine.get(4)).toMatchObject({ ok: true, auth_type: 'password' });
+    expect(byLine.get(5)).toMatchObject({ ok: false, error: expect.stringMatching(/email/) });
+    expect(byLine.get(6)).toMatchObject({ ok: false });
+    expect(byLine.get(8)).toMatchObject({ ok: true, auth_type: 'oauth2' });
+    const swapped = (await me.get('/api/mail/accounts')).body.find((a: { email: string }) => a.email === 'imp2@outlook.com');
+    expect(swapped.client_id).toBe(CLIENT_ID);
+    // JSON form too
+    const json = await me.post('/api/mail/accounts/import', { lines: ['imp6@example.test----pw6'] });
+    expect(json.body).toMatchObject({ imported: 1, failed: 0 });
+  });
+
+  it('belongs to its owner: others get 404, admins see all', async () => {
+    const email = await passwordAccount('owned');
+    await t.root.post('/api/user/', { username: 'stranger', password: 'stranger-password' });
+    const stranger = new HttpClient(t.url);
+    await stranger.login('stranger', 'stranger-password');
+    expect((await stranger.get('/api/mail/accounts')).body).toEqual([]);
+    expect((await stranger.post('/api/mail-new', { email })).status).toBe(404);
+    expect((await stranger.delete(`/api/mail/accounts/${email}`)).status).toBe(404);
+    expect((await t.root.get('/api/mail/accounts')).body.some((a: { email: string }) => a.email === email)).toBe(true);
+    expect((await t.anon.get('/api/mail/accounts')).status).toBe(401);
+  });
+
+  it('deletes an account', async () => {
+    const email = await passwordAccount('gone');
+    expect((await me.delete(`/api/mail/accounts/${email}`)).body).toEqual({ success: true });
+    expect((await me.post('/api/mail-new', { email })).status).toBe(404);
+  });
+});
+
+describe('reading mail', () => {
+  let email: string;
+  beforeAll(async () => {
+    email = await passwordAccount('reader');
+  });
+
+  it('mail-new on an empty folder answers message: null', async () => {
+    const res = await me.post('/api/mail-new', { email, mailbox: 'INBOX' });
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ email, mailbox: 'INBOX', message: null });
+    expect((await me.post('/api/mail-all', { email })).body.messages).toEqual([]);
+  });
+
+  it('mail-new gives the newest message as the message object', async () => {
+    for (let i = 1; i <= 3; i++) await dovecot.deliver(email, 'INBOX', mail(email, `Message ${i}`, { text: `Body ${i}`, date: new Date(Date.UTC(2026, 10, i)) }));
+    const res = await me.get(`/api/mail-new?email=${encodeURIComponent(email)}`);
+    expect(res.status).toBe(200);
+    const m = res.body.message;
+    expect(m).toMatchObject({ mailbox: 'INBOX', subject: 'Message 3', from: { name: 'Sender Name', address: 'sender@service.example' }, send: 'sender@service.example', to: [{ address: email }] });
+    expect(m.text.trim()).toBe('Body 3');
+    expect(m.uid).toBeTypeOf('number');
+    expect(m.id).toMatch(/^[0-9a-f-]{36}$/);
+    expect(Date.parse(m.date)).toBe(Date.UTC(2026, 10, 3));
+    expect(Object.keys(m).sort()).toEqual(['date', 'from', 'html', 'id', 'mailbox', 'messageId', 'send', 'subject', 'text', 'to', 'uid']);
+  });
+
+  it('mail-all lists newest first, honours limit and since, and keeps ids stable', async () => {
+    const all = (await me.post('/api/mail-all', { email, limit: 10 })).body.messages;
+    expect(all.map((m: { subject: string }) => m.subject)).toEqual(['Message 3', 'Message 2', 'Message 1']);
+    expect((await me.post('/api/mail-all', { email, limit: 2 })).body.messages).toHaveLength(2);
+    const again = (await me.post('/api/mail-all', { email })).body.messages;
+    expect(again.map((m: { id: string }) => m.id)).toEqual(all.map((m: { id: string }) => m.id));
+    const rows = await t.platform.db('mail_messages').where({ mailbox: 'INBOX' }).whereIn('id', all.map((m: { id: string }) => m.id));
+    expect(rows).toHaveLength(3);
+  });
+
+  it('finds Junk by its special-use flag', async () => {
+    await dovecot.deliver(email, dovecot.junkName, mail(email, 'Cheap watches', { text: 'spam spam' }));
+    const res = await me.post('/api/mail-new', { email, mailbox: 'Junk' });
+    expect(res.body).toMatchObject({ mailbox: 'Junk', message: { subject: 'Cheap watches', mailbox: 'Junk' } });
+  });
+
+  it('vendor-email filters by from, subject and since, with full bodies', async () => {
+    const v = address('vendor');
+    await dovecot.addUser(v, 'imap-password');
+    await me.post('/api/mail/accounts', { email: v, auth: { type: 'password', password: 'imap-password' }, imap: { host: dovecot.host, port: dovecot.port, secure: false } });
+    // `since` is about when the server received a message (its INTERNALDATE), not the sender's Date header.
+    const at = (iso: string) => ({ date: new Date(iso) });
+    await dovecot.deliver(v, 'INBOX', mail(v, 'Your receipt', { from: 'Shop <billing@shop.example>', html: '<p>Thanks for <b>buying</b></p>', ...at('2026-01-01T10:00:00Z') }), at('2026-01-01T10:00:00Z'));
+    await dovecot.deliver(v, 'INBOX', mail(v, 'Welcome aboard', { from: 'Shop <hello@shop.example>', text: 'hi', ...at('2026-03-01T10:00:00Z') }), at('2026-03-01T10:00:00Z'));
+    await dovecot.deliver(v, 'INBOX', mail(v, 'Weekly news', { from: 'News <news@paper.example>', text: 'news', ...at('2026-03-02T10:00:00Z') }), at('2026-03-02T10:00:00Z'));
+    const byFrom = (await me.post('/api/vendor-email', { email: v, from: 'shop.example' })).body.messages;
+    expect(byFrom.map((m: { subject: string }) => m.subject)).toEqual(['Welcome aboard', 'Your receipt']);
+    expect(byFrom[1].html).toContain('<b>buying</b>');
+    const bySubject = (await me.post('/api/vendor-email', { email: v, subject: 'WELCOME' })).body.messages;
+    expect(bySubject.map((m: { subject: string }) => m.subject)).toEqual(['Welcome aboard']);
+    const recent = (await me.post('/api/vendor-email', { email: v, since: '2026-02-15T00:00:00Z' })).body.messages;
+    expect(recent.map((m: { subject: string }) => m.subject).sort()).toEqual(['Weekly news', 'Welcome aboard']);
+
+    const preview = (await me.post('/api/vendor-email/preview', { email: v, limit: 1 })).body.messages;
+    expect(preview).toHaveLength(1);
+    expect(preview[0]).toMatchObject({ subject: 'Weekly news', text: null, html: null, snippet: 'news' });
+    expect(preview[0].id).toBe(recent.find((m: { subject: string }) => m.subject === 'Weekly news').id);
+  });
+
+  it('fast mode answers from Postgres and fetches only UIDs newer than those stored', async () => {
+    const f = address('fast');
+    await dovecot.addUser(f, 'imap-password');
+    await me.post('/api/mail/accounts', { email: f, auth: { type: 'password', password: 'imap-password' }, imap: { host: dovecot.host, port: dovecot.port, secure: false } });
+    await dovecot.deliver(f, 'INBOX', mail(f, 'First', { text: 'one' }));
+    await dovecot.deliver(f, 'INBOX', mail(f, 'Second', { text: 'two' }));
+    const first = (await me.post('/api/vendor-email/fast', { email: f })).body.messages;
+    expect(first.map((m: { subject: string }) => m.subject)).toEqual(['Second', 'First']);
+    // Mark the stored copy: if the next answer still shows the mark, it came from Postgres.
+    await t.platform.db('mail_messages').where({ id: first[1].id }).update({ subject: 'First (stored copy)' });
+    await dovecot.deliver(f, 'INBOX', mail(f, 'Third', { text: 'three' }));
+    const second = (await me.post('/api/vendor-email/fast', { email: f })).body.messages;
+    expect(second.map((m: { subject: string }) => m.subject)).toEqual(['Third', 'Second', 'First (stored copy)']);
+    const filtered = (await me.post('/api/vendor-email/fast', { email: f, subject: 'third' })).body.messages;
+    expect(filtered.map((m: { subject: string }) => m.subject)).toEqual(['Third']);
+    // Purged on the server: gone from the fast answer too.
+    await me.post('/api/process-inbox', { email: f });
+    expect((await me.post('/api/vendor-email/fast', { email: f })).body.messages).toEqual([]);
+  });
+
+  it('response_type=html returns a page, with the mail HTML sandboxed and scripts blocked', async () => {
+    const h = address('html');
+    await dovecot.addUser(h, 'imap-password');
+    await me.post('/api/mail/accounts', { email: h, auth: { type: 'password', password: 'imap-password' }, imap: { host: dovecot.host, port: dovecot.port, secure: false } });
+    await dovecot.deliver(h, 'INBOX', mail(h, 'Hello <there>', { html: '<p>Hi</p><script>alert(1)</script><img src="https://tracker.example/p.gif">' }));
+    const res = await me.get(`/api/mail-new?email=${encodeURIComponent(h)}&response_type=html`);
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toMatch(/text\/html/);
+    expect(res.headers.get('content-security-policy')).toMatch(/default-src 'none'/);
+    expect(res.text).toContain('Hello &lt;there&gt;');
+    expect(res.text).toContain('<iframe sandbox srcdoc="');
+    expect(res.text).not.toContain('<script>alert(1)</script>');
+  });
+});
+
+describe('purging', () => {
+  it('process-inbox and process-junk empty the folder and say how many; an empty folder is 0', async () => {
+    const email = await passwordAccount('purge');
+    for (let i = 0; i < 4; i++) await dovecot.deliver(email, 'INBOX', mail(email, `in ${i}`, { text: 'x' }));
+    for (let i = 0; i < 2; i++) await dovecot.deliver(email, dovecot.junkName, mail(email, `junk ${i}`, { text: 'x' }));
+    await me.post('/api/mail-all', { email });
+    expect((await me.post('/api/process-inbox', { email })).body).toEqual({ email, mailbox: 'INBOX', deleted: 4 });
+    expect(await dovecot.count(email, 'INBOX')).toBe(0);
+    expect((await me.post('/api/process-junk', { email })).body).toEqual({ email, mailbox: 'Junk', deleted: 2 });
+    expect(await dovecot.count(email, dovecot.junkName)).toBe(0);
+    expect((await me.post('/api/process-inbox', { email })).body.deleted).toBe(0);
+    const account = await t.platform.db('mail_accounts').where({ email }).first();
+    expect(await t.platform.db('mail_messages').where({ account_id: account.id })).toEqual([]);
+  });
+});
+
+describe('sending', () => {
+  beforeEach(() => {
+    smtp.received.length = 0;
+  });
+
+  it('sends through SMTP with a password account and reports accepted and rejected', async () => {
+    const email = await passwordAccount('sender');
+    // The SMTP server knows this account's password too.
+    const s2 = await startSmtp({ users: { [email]: 'imap-password' }, rejectRecipients: ['nobody@example.test'] });
+    try {
+      await t.platform.db('mail_accounts').where({ email }).update({ smtp_port: s2.port });
+      const res = await me.post('/api/send-mail', { email, to: ['friend@example.test', 'nobody@example.test'], cc: 'cc@example.test', subject: 'Hello', text: 'Hi there', html: '<p>Hi there</p>' });
+      expect(res.status, res.text).toBe(200);
+      expect(res.body).toMatchObject({ accepted: ['friend@example.test', 'cc@example.test'], rejected: ['nobody@example.test'] });
+      expect(res.body.messageId).toMatch(/^<.+@example\.test>$/);
+      const [got] = await s2.waitFor(1);
+      expect(got!.from).toBe(email);
+      expect(got!.parsed.subject).toBe('Hello');
+      expect(got!.parsed.text?.trim()).toBe('Hi there');
+      expect(got!.auth).toMatchObject({ username: email });
+      expect(got!.parsed.messageId).toBe(res.body.messageId);
+    } finally {
+      await s2.stop();
+    }
+  });
+
+  it('sends with XOAUTH2 for an OAuth2 account', async () => {
+    const { email } = await oauthAccount('oasend');
+    const res = await me.post('/api/send-mail', { email, to: 'friend@example.test', subject: 'Via OAuth', text: 'token inside' });
+    expect(res.status, res.text).toBe(200);
+    const [got] = await smtp.waitFor(1);
+    expect(got!.auth).toMatchObject({ method: 'XOAUTH2', username: email });
+    expect(got!.parsed.subject).toBe('Via OAuth');
+  });
+
+  it('validates: recipients, subject, and text or html', async () => {
+    const email = await passwordAccount('badsend');
+    for (const body of [
+      { email, subject: 's', text: 't' },
+      { email, to: 'not-an-address', subject: 's', text: 't' },
+      { email, to: 'a@example.test', subject: 's' },
+      { email, to: 'a@example.test', text: 't' },
+    ]) {
+      const r = await me.post('/api/send-mail', body);
+      expect(r.status, JSON.stringify(body)).toBe(400);
+    }
+  });
+
+  it('a job retried after sending answers from its record instead of sending twice', async () => {
+    const { email } = await oauthAccount('once');
+    const res = await me.post('/api/send-mail', { email, to: 'friend@example.test', subject: 'Once', text: 'only once' }, { prefer: 'respond-async' });
+    const jobId = res.body.jobId;
+    for (let i = 0; i < 100 && (await me.get(`/api/jobs/${jobId}`)).body.state !== 'completed'; i++) await new Promise((r) => setTimeout(r, 50));
+    expect(smtp.received).toHaveLength(1);
+    const { sendOp } = await import('../src/mail/operations.js');
+    const account = await t.platform.db('mail_accounts').where({ email }).first();
+    const again = await sendOp(t.platform, jobId, { accountId: account.id, to: ['friend@example.test'], cc: [], bcc: [], subject: 'Once', text: 'only once' });
+    expect(again.messageId).toBe((await me.get(`/api/jobs/${jobId}`)).body.result.messageId);
+    expect(smtp.received).toHaveLength(1);
+  });
+});
+
+describe('OAuth2 tokens', () => {
+  it('caches the access token in Redis: a second operation makes no token request', async () => {
+    const { email } = await oauthAccount('cache');
+    const before = oauth.tokenRequests.length;
+    expect((await me.post('/api/mail-new', { email })).status).toBe(200);
+    expect(oauth.tokenRequests.length).toBe(before + 1);
+    expect((await me.post('/api/mail-all', { email })).status).toBe(200);
+    expect(oauth.tokenRequests.length).toBe(before + 1);
+  });
+
+  it('saves a rotated refresh token at once', async () => {
+    const { email, refreshToken } = await oauthAccount('rotate', { rotate: true });
+    expect((await me.post('/api/mail-new', { email })).status).toBe(200);
+    const rotated = oauth.currentRefreshToken(email);
+    expect(rotated).not.toBe(refreshToken);
+    const row = await t.platform.db('mail_accounts').where({ email }).first();
+    expect(JSON.parse(t.platform.secrets.decrypt(row.secret_enc)).refresh_token).toBe(rotated);
+    // The old token is dead upstream; the saved one keeps working once the cached access token is gone.
+    await t.platform.redis.del(...(await t.platform.redis.keys(`${t.platform.keyPrefix}:ms-token:*`)));
+    expect((await me.post('/api/mail-new', { email })).status).toBe(200);
+  });
+
+  it('a refused refresh token answers 502 with Microsoft\'s reason', async () => {
+    const { email, refreshToken } = await oauthAccount('revoked');
+    oauth.revoke(refreshToken, 'AADSTS700082');
+    const res = await me.post('/api/mail-new', { email });
+    expect(res.status).toBe(502);
+    expect(res.body.error).toMatch(/AADSTS700082/);
+    const row = (await me.get('/api/mail/accounts')).body.find((a: { email: string }) => a.email === email);
+    expect(row.last_error).toMatch(/AADSTS700082/);
+  });
+
+  it("takes msOauth2api's inline fields: no stored account needed, and it is stored for next time", async () => {
+    const email = address('inline');
+    const refreshToken = `M.R3_BAY.inline-${n}`;
+    oauth.addAccount({ email, clientId: CLIENT_ID, refreshToken });
+    // Point new accounts of this address at the test servers: an existing account keeps its servers.
+    await me.post('/api/mail/accounts', { email, auth: { type: 'password', password: 'placeholder' }, imap: { host: dovecot.host, port: dovecot.port, secure: false } });
+    await dovecot.deliver(email, 'INBOX', mail(email, 'Inline hello', { text: 'hi' }));
+    const key = (await me.post('/api/token/', { name: 'ms', unlimited_quota: true })).body.data.key;
+    // msOauth2api style: GET, credentials and the protection password (our API key) in the query.
+    const res = await t.anon.get(`/api/mail-all?email=${encodeURIComponent(email)}&client_id=${CLIENT_ID}&refresh_token=${encodeURIComponent(refreshToken)}&mailbox=INBOX&password=${key}`);
+    expect(res.status, res.text).toBe(200);
+    expect(res.body.messages[0].subject).toBe('Inline hello');
+    const stored = (await me.get('/api/mail/accounts')).body.find((a: { email: string }) => a.email === email);
+    expect(stored).toMatchObject({ auth_type: 'oauth2', client_id: CLIENT_ID });
+    expect((await me.post('/api/mail-new', { email })).body.message.subject).toBe('Inline hello');
+  });
+});
+
+describe('verification codes', () => {
+  let email: string;
+  beforeAll(async () => {
+    ({ email } = await oauthAccount('codes'));
+  });
+
+  it('404 when there is none, then finds the newest code across INBOX and Junk', async () => {
+    const none = await me.post('/api/vendor-email/extract-code', { email });
+    expect(none.status).toBe(404);
+    expect(none.body).toEqual({ error: 'No verification code found' });
+    await dovecot.deliver(email, 'INBOX', mail(email, 'Your code', { text: 'Your verification code is 111111.', date: new Date('2026-11-01T10:00:00Z') }));
+    await dovecot.deliver(email, dovecot.junkName, mail(email, 'Login code', { html: '<div style="color:#202123">Your login code: <b>482913</b></div>', date: new Date('2026-11-02T10:00:00Z') }));
+    const res = await me.post('/api/vendor-email/extract-code', { email });
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ email, code: '482913', message: { mailbox: 'Junk', subject: 'Login code' } });
+    const fromFilter = await me.post('/api/vendor-email/extract-code', { email, subject: 'your code' });
+    expect(fromFilter.body.code).toBe('111111');
+  });
+
+  it('with wait, catches a message that arrives after the call (IMAP IDLE)', async () => {
+    const late = address('late');
+    await dovecot.addUser(late, 'imap-password');
+    await me.post('/api/mail/accounts', { email: late, auth: { type: 'password', password: 'imap-password' }, imap: { host: dovecot.host, port: dovecot.port, secure: false } });
+    const started = Date.now();
+    const pending = me.post('/api/vendor-email/extract-code', { email: late, wait: 20 });
+    await new Promise((r) => setTimeout(r, 1_500));
+    await dovecot.deliver(late, 'INBOX', mail(late, 'Sign-in attempt', { text: 'Use 739201 as your one-time passcode.' }));
+    const res = await pending;
+    expect(res.status, res.text).toBe(200);
+    expect(res.body.code).toBe('739201');
+    expect(Date.now() - started).toBeLessThan(10_000);
+  });
+
+  it('with wait, gives up after the wait with 404', async () => {
+    const quiet = await passwordAccount('quiet');
+    const started = Date.now();
+    const res = await me.post('/api/vendor-email/extract-code', { email: quiet, wait: 2 });
+    expect(res.status).toBe(404);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(1_900);
+  });
+});
+
+describe('errors', () => {
+  it('400 for bad parameters, 404 for unknown accounts', async () => {
+    const email = await passwordAccount('errs');
+    for (const [path, body] of [
+      ['/api/mail-new', { email, mailbox: 'Drafts' }],
+      ['/api/mail-all', { email, limit: 0 }],
+      ['/api/mail-all', { email, limit: 501 }],
+      ['/api/mail-all', { email, since: 'yesterday' }],
+      ['/api/vendor-email/extract-code', { email, wait: 121 }],
+      ['/api/mail-new', { email: 'nope' }],
+      ['/api/mail-new', {}],
+      ['/api/mail-new', { email, client_id: CLIENT_ID }],
+    ] as const) {
+      const r = await me.post(path, body);
+      expect(r.status, `${path} ${JSON.stringify(body)}`).toBe(400);
+      expect(Object.keys(r.body)).toEqual(['error']);
+    }
+    expect((await me.post('/api/mail-new', { email: 'unknown@example.test' })).status).toBe(404);
+  });
+
+  it('502 with the reason when the server refuses the password', async () => {
+    const email = address('wrongpw');
+    await dovecot.addUser(email, 'right-password');
+    await me.post('/api/mail/accounts', { email, auth: { type: 'password', password: 'wrong-password' }, imap: { host: dovecot.host, port: dovecot.port, secure: false } });
+    const res = await me.post('/api/mail-new', { email });
+    expect(res.status).toBe(502);
+    expect(res.body.error).toMatch(/refused authentication/i);
+  });
+
+  it('502 when nothing listens, 504 when the server never greets', async () => {
+    const closed = await new Promise<number>((resolve) => {
+      const s = net.createServer().listen(0, '127.0.0.1', () => {
+        const port = (s.address() as net.AddressInfo).port;
+        s.close(() => resolve(port));
+      });
+    });
+    const silent = net.createServer(() => {}).listen(0, '127.0.0.1');
+    await new Promise((r) => silent.once('listening', r));
+    try {
+      await me.post('/api/mail/accounts', { email: 'closed@example.test', auth: { type: 'password', password: 'x' }, imap: { host: '127.0.0.1', port: closed, secure: false } });
+      await me.post('/api/mail/accounts', { email: 'silent@example.test', auth: { type: 'password', password: 'x' }, imap: { host: '127.0.0.1', port: (silent.address() as net.AddressInfo).port, secure: false } });
+      const refused = await me.post('/api/mail-new', { email: 'closed@example.test' });
+      expect(refused.status).toBe(502);
+      const timedOut = await me.post('/api/mail-new', { email: 'silent@example.test' });
+      expect(timedOut.status).toBe(504);
+      expect(timedOut.body.error).toMatch(/did not answer in time/);
+    } finally {
+      silent.close();
+    }
+  });
+});
+
+describe('one job at a time per mailbox', () => {
+  it('a second job on a busy mailbox waits for the first; another mailbox does not', async () => {
+    const busy = await passwordAccount('busy');
+    const other = await passwordAccount('other');
+    const waiting = me.post('/api/vendor-email/extract-code', { email: busy, wait: 3 });
+    await new Promise((r) => setTimeout(r, 500));
+    const t0 = Date.now();
+    const otherRes = await me.post('/api/mail-new', { email: other });
+    const otherMs = Date.now() - t0;
+    const sameRes = await me.post('/api/mail-new', { email: busy });
+    const sameMs = Date.now() - t0;
+    expect(otherRes.status).toBe(200);
+    expect(sameRes.status).toBe(200);
+    expect((await waiting).status).toBe(404);
+    expect(otherMs).toBeLessThan(2_000);
+    expect(sameMs).toBeGreaterThanOrEqual(2_000);
+  });
+});
