@@ -45,6 +45,11 @@ const itemFields = z.object({
   analyzedAt: isoDate.nullish(),
 });
 
+/** The whole item as a client sends it (for the API description; checkItem applies it). */
+export const contentItemBody = itemFields.extend({
+  score: z.union([z.number().min(0).max(10), z.string()]).describe('0-10, decimals allowed (a numeric string is accepted)'),
+});
+
 export interface NewItem {
   source: string;
   url: string;

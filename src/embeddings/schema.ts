@@ -1,6 +1,6 @@
 // Area A's request rules (OpenAI's embeddings API) and the embeddings.create job's payload and result.
 import { z } from 'zod';
-import { badRequest } from '../http/errors.js';
+import { badRequest, type AppError } from '../http/errors.js';
 
 export const MAX_INPUTS = 2048;
 export const MAX_INPUT_TOKENS = 8192;
@@ -14,51 +14,67 @@ export interface EmbeddingsRequest {
   user?: string;
 }
 
+/** The body of POST /v1/embeddings: validates requests and documents them (/openapi.json). */
+export const embeddingsBody = z.object({
+  model: z.string().min(1).max(200).optional().describe('Model id; the path model of /v1/engines/{model}/embeddings is the fallback'),
+  input: z
+    .union([z.string().min(1), z.array(z.string().min(1)).min(1).max(MAX_INPUTS)])
+    .describe(`A string, or an array of up to ${MAX_INPUTS} strings, each at most ${MAX_INPUT_TOKENS} tokens`),
+  encoding_format: z.enum(['float', 'base64']).default('float').describe('base64: little-endian float32, as OpenAI'),
+  dimensions: z.number().int().min(1).nullish().describe('Vector size (local-hash-v1: 1-3072, default 384)'),
+  user: z.string().max(1000).optional(),
+});
+
 const invalid = (message: string, param: string | null, code: string | null = null) =>
   badRequest(message, { param, code: code ?? undefined, type: 'invalid_request_error' });
-
-/** Validates an embeddings body the way OpenAI does; the body's `model` wins over the path's. */
-export function parseEmbeddingsRequest(body: unknown, pathModel?: string): EmbeddingsRequest {
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
-    throw invalid('The request body must be a JSON object.', null);
-  }
-  const b = body as Record<string, unknown>;
-  const model = b.model ?? pathModel;
-  if (model === undefined || model === null || model === '') throw invalid('You must provide a model parameter.', 'model');
-  if (typeof model !== 'string' || model.length > 200) throw invalid("Invalid type for 'model': expected a string of at most 200 characters.", 'model');
-
-  const input = b.input;
-  if (input === undefined || input === null) throw invalid("Missing required parameter: 'input'.", 'input');
-  let inputs: string[];
-  if (typeof input === 'string') inputs = [input];
-  else if (Array.isArray(input)) {
-    if (input.length === 0) throw invalid("'input' must not be an empty array.", 'input');
-    if (input.length > MAX_INPUTS) throw invalid(`'input' has ${input.length} items; at most ${MAX_INPUTS} are allowed.`, 'input');
-    const bad = input.findIndex((x) => typeof x !== 'string');
-    if (bad >= 0) throw invalid(`Invalid type for 'input[${bad}]': expected a string, but got ${describe(input[bad])}.`, `input[${bad}]`);
-    inputs = input as string[];
-  } else throw invalid(`Invalid type for 'input': expected a string or an array of strings, but got ${describe(input)}.`, 'input');
-  const empty = inputs.findIndex((x) => x === '');
-  if (empty >= 0) throw invalid(`'input${Array.isArray(input) ? `[${empty}]` : ''}' must not be an empty string.`, Array.isArray(input) ? `input[${empty}]` : 'input');
-
-  const format = b.encoding_format ?? 'float';
-  if (format !== 'float' && format !== 'base64') {
-    throw invalid(`Invalid value for 'encoding_format': expected 'float' or 'base64', but got ${JSON.stringify(format)}.`, 'encoding_format');
-  }
-  let dimensions: number | undefined;
-  if (b.dimensions !== undefined && b.dimensions !== null) {
-    if (typeof b.dimensions !== 'number' || !Number.isInteger(b.dimensions)) throw invalid("Invalid type for 'dimensions': expected an integer.", 'dimensions');
-    if (b.dimensions < 1) throw invalid(`Invalid 'dimensions': ${b.dimensions} is less than the minimum of 1.`, 'dimensions');
-    dimensions = b.dimensions;
-  }
-  if (b.user !== undefined && typeof b.user !== 'string') throw invalid("Invalid type for 'user': expected a string.", 'user');
-  return { model, inputs, encodingFormat: format, dimensions, user: b.user as string | undefined };
-}
 
 function describe(v: unknown): string {
   if (v === null) return 'null';
   if (Array.isArray(v)) return 'an array';
   return typeof v === 'object' ? 'an object' : `a ${typeof v}`;
+}
+
+/** zod's first complaint about `input`, in OpenAI's words and with its param. */
+function inputError(input: unknown): AppError {
+  if (input === undefined || input === null) return invalid("Missing required parameter: 'input'.", 'input');
+  if (typeof input === 'string') return invalid("'input' must not be an empty string.", 'input');
+  if (!Array.isArray(input)) return invalid(`Invalid type for 'input': expected a string or an array of strings, but got ${describe(input)}.`, 'input');
+  if (input.length === 0) return invalid("'input' must not be an empty array.", 'input');
+  if (input.length > MAX_INPUTS) return invalid(`'input' has ${input.length} items; at most ${MAX_INPUTS} are allowed.`, 'input');
+  const bad = input.findIndex((x) => typeof x !== 'string');
+  if (bad >= 0) return invalid(`Invalid type for 'input[${bad}]': expected a string, but got ${describe(input[bad])}.`, `input[${bad}]`);
+  const empty = input.findIndex((x) => x === '');
+  return invalid(`'input[${empty}]' must not be an empty string.`, `input[${empty}]`);
+}
+
+/** Validates an embeddings body the way OpenAI does; the body's `model` wins over the path's. */
+export function parseEmbeddingsRequest(body: unknown, pathModel?: string): EmbeddingsRequest {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw invalid('The request body must be a JSON object.', null);
+  const b = body as Record<string, unknown>;
+  const r = embeddingsBody.safeParse(b);
+  if (!r.success) {
+    const issue = r.error.issues[0]!;
+    const field = String(issue.path[0] ?? '');
+    if (field === 'input') throw inputError(b.input);
+    if (field === 'model') throw invalid("Invalid type for 'model': expected a string of at most 200 characters.", 'model');
+    if (field === 'encoding_format') throw invalid(`Invalid value for 'encoding_format': expected 'float' or 'base64', but got ${JSON.stringify(b.encoding_format)}.`, 'encoding_format');
+    if (field === 'dimensions') {
+      throw invalid(
+        typeof b.dimensions === 'number' && Number.isInteger(b.dimensions) ? `Invalid 'dimensions': ${b.dimensions} is less than the minimum of 1.` : "Invalid type for 'dimensions': expected an integer.",
+        'dimensions',
+      );
+    }
+    throw invalid(`Invalid '${field}': ${issue.message}`, field || null);
+  }
+  const model = r.data.model ?? pathModel;
+  if (!model) throw invalid('You must provide a model parameter.', 'model');
+  return {
+    model,
+    inputs: typeof r.data.input === 'string' ? [r.data.input] : r.data.input,
+    encodingFormat: r.data.encoding_format,
+    dimensions: r.data.dimensions ?? undefined,
+    user: r.data.user,
+  };
 }
 
 /** One embeddings call inside a job: the API has already checked it and counted its tokens. */

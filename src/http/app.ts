@@ -12,6 +12,7 @@ import { channelsRouter } from '../accounts/channel-routes.js';
 import { embeddingsRouter } from '../embeddings/routes.js';
 import { mailRouter } from '../mail/routes.js';
 import { httpMetrics, metricsRouter } from '../metrics.js';
+import { docsRouter } from './openapi.js';
 import { jobsRouter } from './jobs.js';
 import { boardGuard, boardPlugin } from './board.js';
 
@@ -20,7 +21,7 @@ export function createApp(p: Platform): Koa {
   app.silent = true;
   app.on('error', (err) => p.log.debug({ err }, 'koa error event'));
 
-  const routers: Router[] = [healthRouter(p), metricsRouter(), embeddingsRouter(p), accountsRouter(p), channelsRouter(p), jobsRouter(p), contentRouter(p), mailRouter(p)];
+  const routers = buildRouters(p);
 
   app.use(requestContext(p));
   app.use(httpMetrics());
@@ -32,6 +33,11 @@ export function createApp(p: Platform): Koa {
   for (const r of routers) app.use(r.routes());
   app.use(notFoundOrNotAllowed(routers));
   return app;
+}
+
+/** Every area's routes (also read by the test that holds /openapi.json to them). */
+export function buildRouters(p: Platform): Router[] {
+  return [healthRouter(p), metricsRouter(), docsRouter(), embeddingsRouter(p), accountsRouter(p), channelsRouter(p), jobsRouter(p), contentRouter(p), mailRouter(p)];
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
