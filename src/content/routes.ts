@@ -50,8 +50,9 @@ export function contentRouter(p: Platform): Router {
     const q = parsed.value;
     const cursor = q.cursor === undefined ? undefined : store.decodeCursor(q.cursor, q);
     if (q.cursor !== undefined && !cursor) throw badRequest('Invalid cursor: it does not belong to this orderBy/order, or is damaged');
-    const { rows, more, total } = await failingWith(ctx, 'Failed to fetch contents', () => store.listItems(p.db, q, cursor));
+    const { rows, more, total, exact } = await failingWith(ctx, 'Failed to fetch contents', () => store.listItems(p.db, q, cursor));
     ctx.set('X-Total-Count', String(total));
+    if (!exact) ctx.set('X-Total-Count-Estimated', 'true');
     if (more) {
       const last = rows[rows.length - 1]!;
       const next = new URL(ctx.href);

@@ -1,6 +1,7 @@
 // Knex queries of area C: upserts by url, keyset-paginated listing, trigram search, counters.
 import { v7 as uuidv7 } from 'uuid';
-import type { Db } from '../db.js';
+import type { Knex } from 'knex';
+import { isEmbedded, type Db } from '../db.js';
 import { escapeLike } from '../accounts/store.js';
 import type { ContentRow, ListQuery, NewItem, OrderBy } from './schema.js';
 
@@ -101,12 +102,40 @@ export async function listItems(db: Db, q: ListQuery, cursor: Cursor | undefined
   }
   page.orderBy([{ column: col, order: q.order }, { column: 'id', order: q.order }]).limit(q.limit + 1);
 
-  const total = hasFilters(q)
-    ? filtered().count<{ n: number | string }[]>({ n: '*' }).then(([r]) => Number(r?.n ?? 0))
-    : countFromStats(db, q.source);
+  const total = hasFilters(q) ? boundedCount(db, filtered) : countFromStats(db, q.source).then((n) => ({ n, exact: true }));
   const [rows, count] = await Promise.all([page, total]);
   const more = rows.length > q.limit;
-  return { rows: more ? rows.slice(0, q.limit) : rows, more, total: count };
+  return { rows: more ? rows.slice(0, q.limit) : rows, more, total: count.n, exact: count.exact };
+}
+
+/** Past this many (estimated) matches a count costs more than the page itself: the estimate is given. */
+const EXACT_COUNT_MAX_ROWS = 20_000;
+const COUNT_BUDGET_MS = 50;
+
+/**
+ * The exact number of matches for a filter that matches few enough rows to count quickly;
+ * otherwise the planner's estimate (exact: false), so a broad filter never makes a page slow.
+ * A count that still runs past COUNT_BUDGET_MS (a bad estimate) falls back to the estimate too.
+ */
+async function boundedCount(db: Db, filtered: () => Knex.QueryBuilder): Promise<{ n: number; exact: boolean }> {
+  const exact = async (trx: Knex) => {
+    const [r] = await filtered().transacting(trx as Knex.Transaction).count<{ n: number | string }[]>({ n: '*' });
+    return { n: Number(r?.n ?? 0), exact: true };
+  };
+  if (isEmbedded(db)) return exact(db);
+  const { sql, bindings } = filtered().select(db.raw('1')).toSQL();
+  const plan = await db.raw(`explain (format json) ${sql}`, bindings as never[]);
+  const estimate = { n: Math.round((plan.rows?.[0]?.['QUERY PLAN']?.[0]?.Plan?.['Plan Rows'] as number | undefined) ?? 0), exact: false };
+  if (estimate.n > EXACT_COUNT_MAX_ROWS) return estimate;
+  try {
+    return await db.transaction(async (trx) => {
+      await trx.raw(`set local statement_timeout = ${COUNT_BUDGET_MS}`);
+      return exact(trx);
+    });
+  } catch (err) {
+    if ((err as { code?: string }).code === '57014') return estimate; // canceled by statement_timeout
+    throw err;
+  }
 }
 
 async function countFromStats(db: Db, source?: string): Promise<number> {
