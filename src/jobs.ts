@@ -1,7 +1,7 @@
 // Job types declared once (queue, name, payload schema, options) and the client the API uses to run them.
 import { Queue, QueueEvents, type Job, type JobsOptions } from 'bullmq';
 import { v7 as uuidv7 } from 'uuid';
-import type { z } from 'zod';
+import { z } from 'zod';
 import type { Config, QueueName } from './config.js';
 import { queueNames } from './config.js';
 import type { Logger } from './log.js';
@@ -12,6 +12,13 @@ import type { Db } from './db.js';
 import { batchPayload, type BatchResult } from './content/schema.js';
 import { generationPayload, type GenerationOutcome } from './embeddings/schema.js';
 import { codePayload, fetchPayload, purgePayload, sendPayload, type CodeResult, type FetchResult, type PurgeResult, type SendResult } from './mail/schema.js';
+
+/** A no-op per queue: shows that a queue's workers are consuming, and measures the platform's round trip. */
+export const pingPayload = z.object({});
+export interface PingResult {
+  worker: string;
+}
+const PING_OPTIONS: JobsOptions = { attempts: 1, removeOnComplete: { age: 60, count: 100 }, removeOnFail: { age: 3600, count: 100 } };
 
 /** Mail jobs talk to someone else's server while a caller waits: retry once, soon. */
 const MAIL_OPTIONS: JobsOptions = { attempts: 2, backoff: { type: 'exponential', delay: 1_000, jitter: 0.5 } };
@@ -45,6 +52,9 @@ export const defineJob =
  * payload schema; workers must register exactly one processor per name.
  */
 export const jobDefinitions = {
+  'content.ping': defineJob<PingResult>()({ name: 'content.ping', queue: 'content', payload: pingPayload, options: PING_OPTIONS }),
+  'embeddings.ping': defineJob<PingResult>()({ name: 'embeddings.ping', queue: 'embeddings', payload: pingPayload, options: PING_OPTIONS }),
+  'mail.ping': defineJob<PingResult>()({ name: 'mail.ping', queue: 'mail', payload: pingPayload, options: PING_OPTIONS }),
   'content.batch': defineJob<BatchResult>()({ name: 'content.batch', queue: 'content', payload: batchPayload, offloadLargePayloads: true }),
   'embeddings.create': defineJob<GenerationOutcome[]>()({
     name: 'embeddings.create',

@@ -93,6 +93,16 @@ describe('job-backed answers', () => {
     expect(await t.platform.db('job_payloads').where({ job_id: jobId }).first()).toBeUndefined();
   });
 
+  it('ping runs a no-op through each queue for admins and says which worker ran it', async () => {
+    for (const queue of ['content', 'embeddings', 'mail']) {
+      const res = await t.root.post(`/api/jobs/ping?queue=${queue}`);
+      expect(res.status).toBe(200);
+      expect(res.body).toMatchObject({ queue, worker: expect.stringMatching(/:\d+$/), roundTripMs: expect.any(Number) });
+    }
+    expect((await bob.post('/api/jobs/ping')).status).toBe(403);
+    expect((await t.root.post('/api/jobs/ping?queue=nope')).status).toBe(400);
+  });
+
   it('enqueue is type-checked against the job registry (npm run typecheck fails otherwise)', () => {
     const misuse = () => {
       // @ts-expect-error the payload of content.batch is { items: unknown[] }
@@ -112,6 +122,12 @@ describe('waiting, progress and server-sent events', () => {
   });
   afterAll(async () => {
     await t?.close();
+  });
+
+  it('ping says so when no worker consumes the queue', async () => {
+    const res = await t.root.post('/api/jobs/ping?queue=mail');
+    expect(res.status).toBe(504);
+    expect(res.body.error).toMatch(/No mail worker answered/);
   });
 
   it('a wait past SYNC_WAIT_MS answers 202; the events stream shows state, progress and the result', async () => {
@@ -181,7 +197,8 @@ describe('failures and retries', () => {
 
 describe('the processor boot check', () => {
   it('refuses a job without a processor, a job with two, and a processor for no job', () => {
-    expect(() => buildProcessorTable({})).toThrow(/job "content.batch" has no processor/);
+    expect(() => buildProcessorTable({})).toThrow(/job "content.ping" has no processor/);
+    expect(() => buildProcessorTable({ ...processorMaps, content: {} })).toThrow(/job "content.batch" has no processor/);
     expect(() => buildProcessorTable({ a: processorMaps.content!, b: processorMaps.content! })).toThrow(/job "content.batch" has two processors \(in a and b\)/);
     expect(() => buildProcessorTable({ ...processorMaps, extra: { 'content.ghost': async () => ({}) } as unknown as ProcessorMap })).toThrow(/undeclared job "content.ghost"/);
     expect(buildProcessorTable(processorMaps).size).toBeGreaterThan(0);

@@ -6,7 +6,8 @@ import type { Platform } from '../platform.js';
 import type { JobEnvelope, JobEvent, JobName, PayloadOf, ResultOf } from '../jobs.js';
 import { ROLE } from '../accounts/schema.js';
 import { authorize, type Principal } from './auth.js';
-import { notFound } from './errors.js';
+import { AppError, badRequest, notFound } from './errors.js';
+import { queueNames, type QueueName } from '../config.js';
 
 /** `Prefer: respond-async` (RFC 7240) asks for 202 at once instead of waiting. */
 const prefersAsync = (ctx: Context) =>
@@ -56,6 +57,17 @@ export function jobsRouter(p: Platform): Router {
     if (!job || (data?.owner !== principal.user.id && principal.user.role < ROLE.admin)) throw notFound('Job not found');
     return job;
   }
+
+  /** Admins: a no-op job through a queue, answered with who ran it and how long the round trip took. */
+  router.post('/api/jobs/ping', async (ctx) => {
+    const principal = await authorize(ctx, p, ROLE.admin);
+    const queue = String(ctx.query.queue ?? 'content');
+    if (!(queueNames as readonly string[]).includes(queue)) throw badRequest(`queue: must be one of ${queueNames.join(', ')}`, { param: 'queue' });
+    const started = performance.now();
+    const outcome = await p.jobs.run(`${queue as QueueName}.ping`, {}, { owner: principal.user.id, requestId: ctx.state.requestId, waitMs: Math.min(p.config.SYNC_WAIT_MS, 10_000) });
+    if (!outcome.done) throw new AppError(504, `No ${queue} worker answered within the wait: is one running for this queue?`, { code: 'no_worker' });
+    ctx.body = { queue, worker: outcome.result.worker, roundTripMs: Math.round((performance.now() - started) * 100) / 100 };
+  });
 
   router.get('/api/jobs/:id', async (ctx) => {
     ctx.body = await p.jobs.view(await visibleJob(ctx));

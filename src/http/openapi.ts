@@ -96,6 +96,7 @@ export const endpoints: Endpoint[] = [
   { method: 'delete', path: '/api/redemption/:id', tag: 'B. Redemption codes', summary: 'Delete a code', auth: 'admin', responses: { 200: 'envelope', 404: 'unknown' } },
 
   // jobs
+  { method: 'post', path: '/api/jobs/ping', tag: 'Jobs', summary: 'Admins: run a no-op job through a queue (?queue=content|embeddings|mail); answers the worker and the round trip', auth: 'admin', responses: { 200: ok('who ran it', z.object({ queue: z.string(), worker: z.string(), roundTripMs: z.number() })), 504: 'no worker consumes that queue' } },
   { method: 'get', path: '/api/jobs/:id', tag: 'Jobs', summary: 'A job you submitted (admins: any)', auth: 'user', responses: { 200: ok('the job', jobView), 404: ok('unknown, expired or not yours', plainError) } },
   { method: 'get', path: '/api/jobs/:id/events', tag: 'Jobs', summary: 'Server-sent events: state, progress, then completed or failed', auth: 'user', responses: { 200: 'text/event-stream' } },
 
