@@ -90,7 +90,7 @@ const envSchema = z.object({
   MAIL_TIMEOUT_MS: int(30_000, 1_000, 600_000),
   UPSTREAM_TIMEOUT_MS: int(30_000, 100, 600_000),
   LOCAL_MODEL_PRICE: z.coerce.number().min(0).max(1e12).default(0),
-  EMBEDDINGS_MAX_IN_FLIGHT: int(4, 1, 1000),
+  EMBEDDINGS_MAX_IN_FLIGHT: int(2, 1, 1000),
   EMBEDDINGS_CACHE: bool(true),
 });
 

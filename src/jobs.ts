@@ -52,9 +52,9 @@ export const defineJob =
  * payload schema; workers must register exactly one processor per name.
  */
 export const jobDefinitions = {
-  'content.ping': defineJob<PingResult>()({ name: 'content.ping', queue: 'content', payload: pingPayload, options: PING_OPTIONS }),
-  'embeddings.ping': defineJob<PingResult>()({ name: 'embeddings.ping', queue: 'embeddings', payload: pingPayload, options: PING_OPTIONS }),
-  'mail.ping': defineJob<PingResult>()({ name: 'mail.ping', queue: 'mail', payload: pingPayload, options: PING_OPTIONS }),
+  'content.ping': defineJob<PingResult>()({ name: 'content.ping', queue: 'content', payload: pingPayload, options: PING_OPTIONS, reply: 'direct' }),
+  'embeddings.ping': defineJob<PingResult>()({ name: 'embeddings.ping', queue: 'embeddings', payload: pingPayload, options: PING_OPTIONS, reply: 'direct' }),
+  'mail.ping': defineJob<PingResult>()({ name: 'mail.ping', queue: 'mail', payload: pingPayload, options: PING_OPTIONS, reply: 'direct' }),
   'content.batch': defineJob<BatchResult>()({ name: 'content.batch', queue: 'content', payload: batchPayload, offloadLargePayloads: true }),
   'embeddings.create': defineJob<GenerationOutcome[]>()({
     name: 'embeddings.create',
@@ -235,7 +235,11 @@ export class JobClient {
       if (defs.some((d) => d.queue === name) && defs.filter((d) => d.queue === name).every((d) => d.reply === 'direct')) continue;
       const qe = new QueueEvents(name, { connection: this.eventsRedis, prefix: this.config.QUEUE_PREFIX });
       qe.on('error', (err) => this.log.warn({ err, queue: name }, 'queue events error'));
-      qe.on('completed', ({ jobId, returnvalue }) => this.emit(jobId, { type: 'completed', result: returnvalue }));
+      qe.on('completed', ({ jobId, returnvalue }) => {
+        // A 'direct' job's result came over pub/sub; its stored value is only the marker.
+        if ((returnvalue as { delivered?: unknown } | null)?.delivered === true) return;
+        this.emit(jobId, { type: 'completed', result: returnvalue });
+      });
       qe.on('failed', ({ jobId, failedReason }) => this.emit(jobId, { type: 'failed', error: decodeFailure(failedReason) }));
       qe.on('progress', ({ jobId, data }) => this.emit(jobId, { type: 'progress', data }));
       this.events.set(name, qe);

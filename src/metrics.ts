@@ -1,7 +1,6 @@
 // Prometheus metrics: HTTP latency by route, queue depth by state, job durations and failures, process stats.
 import http from 'node:http';
 import { Router } from '@koa/router';
-import type { Middleware } from 'koa';
 import client from 'prom-client';
 import type { Queue } from 'bullmq';
 import { withTimeout } from './redis.js';
@@ -68,17 +67,15 @@ export function watchQueues(queues: Queue[]): () => void {
   };
 }
 
-/** Times every request under its route template (not its path: ids would explode the series). */
-export function httpMetrics(): Middleware {
-  return async (ctx, next) => {
-    const end = httpDuration.startTimer();
-    try {
-      await next();
-    } finally {
-      const route = (ctx as unknown as { _matchedRoute?: string })._matchedRoute;
-      end({ method: ctx.method, route: typeof route === 'string' ? route : ctx.path.startsWith('/admin/queues') ? '/admin/queues' : 'unmatched', status: String(ctx.status) });
-    }
-  };
+const httpChildren = new Map<string, client.Histogram.Internal<'method' | 'route' | 'status'>>();
+
+/** Records one request under its route template (not its path: ids would explode the series). */
+export function observeHttp(method: string, route: string, status: number, seconds: number) {
+  // Resolving labels hashes them on every call; a child per label set is looked up by one string.
+  const key = `${method} ${status} ${route}`;
+  let child = httpChildren.get(key);
+  if (!child) httpChildren.set(key, (child = httpDuration.labels({ method, route, status: String(status) })));
+  child.observe(seconds);
 }
 
 export function metricsRouter(): Router {

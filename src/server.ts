@@ -2,7 +2,6 @@
 import type { Server } from 'node:http';
 import { createApp } from './http/app.js';
 import { runProcess, type Running } from './process.js';
-import { startWorkers } from '../workers/index.js';
 
 const mode = process.argv[2] === 'api' ? 'api' : 'all';
 
@@ -26,7 +25,8 @@ await runProcess(
     const address = server.address();
     const port = typeof address === 'object' && address ? address.port : p.config.PORT;
     p.log.info({ port, host: p.config.HOST, mode, database: p.config.embeddedDb ? 'embedded PGlite' : 'postgres' }, `Switchyard listening on http://${p.config.HOST === '0.0.0.0' ? '127.0.0.1' : p.config.HOST}:${port}`);
-    const workers = mode === 'all' ? await startWorkers(p, p.config.WORKER_QUEUES) : undefined;
+    // The worker code (and the mail libraries it loads) stays out of an API-only process.
+    const workers = mode === 'all' ? await (await import('../workers/index.js')).startWorkers(p, p.config.WORKER_QUEUES) : undefined;
     return {
       async stop(timeoutMs) {
         const closed = new Promise<void>((resolve) => server.close(() => resolve()));

@@ -1,7 +1,4 @@
 // Bull Board at /admin/queues, for admins only (session cookie or HTTP Basic), mounted on the main app.
-import { createBullBoard } from '@bull-board/api';
-import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
-import { KoaAdapter } from '@bull-board/koa';
 import type { Middleware } from 'koa';
 import type { Platform } from '../platform.js';
 import { ROLE } from '../accounts/schema.js';
@@ -10,8 +7,12 @@ import { AppError } from './errors.js';
 
 export const BOARD_PATH = '/admin/queues';
 
-/** The guard runs before the board: nobody below admin ever reaches it. */
-export function boardGuard(p: Platform): Middleware {
+/**
+ * The board behind its guard, in one middleware that other paths pass straight through: nobody
+ * below admin ever reaches the board.
+ */
+export function boardMiddleware(p: Platform): Middleware {
+  let plugin: Middleware | undefined;
   return async (ctx, next) => {
     if (ctx.path !== BOARD_PATH && !ctx.path.startsWith(`${BOARD_PATH}/`)) return next();
     try {
@@ -23,11 +24,18 @@ export function boardGuard(p: Platform): Middleware {
       }
       throw err;
     }
-    return next();
+    // Built on first use: processes whose board nobody opens never load it.
+    plugin ??= await boardPlugin(p);
+    return plugin(ctx, next);
   };
 }
 
-export function boardPlugin(p: Platform): Middleware {
+async function boardPlugin(p: Platform): Promise<Middleware> {
+  const [{ createBullBoard }, { BullMQAdapter }, { KoaAdapter }] = await Promise.all([
+    import('@bull-board/api'),
+    import('@bull-board/api/bullMQAdapter'),
+    import('@bull-board/koa'),
+  ]);
   const serverAdapter = new KoaAdapter();
   serverAdapter.setBasePath(BOARD_PATH);
   createBullBoard({
