@@ -4,6 +4,7 @@ import path from 'node:path';
 import knexFactory, { type Knex } from 'knex';
 import pg from 'pg';
 import type { Config } from './config.js';
+import type { Logger } from './log.js';
 import { migrationSource } from '../migrations/index.js';
 
 export type Db = Knex;
@@ -13,9 +14,16 @@ pg.types.setTypeParser(pg.types.builtins.INT8, (v) => Number(v));
 // NUMERIC as numbers too (scores are small decimals).
 pg.types.setTypeParser(pg.types.builtins.NUMERIC, (v) => Number(v));
 
-export async function createDb(config: Config): Promise<Db> {
+/** Knex's own warnings (lost connections, failed acquires) go to the JSON log, not the console. */
+function knexLog(log?: Logger) {
+  const to = (level: 'warn' | 'error' | 'debug') => (message: unknown) => log?.[level]({ knex: String(message) }, 'knex');
+  return { warn: to('warn'), error: to('error'), deprecate: to('warn'), debug: to('debug') };
+}
+
+export async function createDb(config: Config, log?: Logger): Promise<Db> {
   if (config.DATABASE_URL) {
     return knexFactory({
+      log: knexLog(log),
       client: 'pg',
       connection: {
         connectionString: config.DATABASE_URL,
@@ -40,7 +48,7 @@ export async function createDb(config: Config): Promise<Db> {
     // Same value types as node-postgres above: int8 and numeric as numbers.
     parsers: { 20: (v: string) => Number(v), 1700: (v: string) => Number(v) },
   });
-  return knexFactory({ client: ClientPGLite as unknown as typeof knexFactory.Client, connection: { pglite } as never });
+  return knexFactory({ client: ClientPGLite as unknown as typeof knexFactory.Client, connection: { pglite } as never, log: knexLog(log) });
 }
 
 export function isEmbedded(db: Db): boolean {

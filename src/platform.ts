@@ -46,7 +46,7 @@ export interface PlatformOptions {
 export async function createPlatform(config: Config, log: Logger, opts: PlatformOptions = {}): Promise<Platform> {
   const secrets = createSecrets(loadSecretKey(config, log));
   const redis = createRedis(config.REDIS_URL, 'producer', 'api');
-  const db = await createDb(config);
+  const db = await createDb(config, log);
   try {
     await redis.connect();
     await checkEvictionPolicy(redis, log);

@@ -2,7 +2,7 @@
 import { ConfigError, parseConfig, type Config } from './config.js';
 import { createLogger, type Logger } from './log.js';
 import { createPlatform, type Platform, type PlatformOptions } from './platform.js';
-import { ensureRedis, RedisUnavailableError, type RedisHandle } from './redis.js';
+import { ensureRedis, RedisUnavailableError, withTimeout, type RedisHandle } from './redis.js';
 
 export interface Running {
   /** Stops taking new work and finishes what is in flight, within the time given. */
@@ -87,7 +87,9 @@ export async function runProcess(
     }, timeout + 5_000).unref();
     try {
       await running.stop(timeout);
-      await platform.close();
+      // A job abandoned at the deadline may still hold a database connection (a statement
+      // waiting on a lock): closing must not wait for it. Its job runs again elsewhere.
+      await withTimeout(platform.close(), 2_000).catch((err) => log.warn({ err }, 'connections did not close in time; exiting anyway'));
       await redisHandle.stop();
       log.info('stopped');
       process.exit(0);

@@ -88,9 +88,12 @@ export async function startWorkers(p: Platform, queues: readonly QueueName[], ma
       ]);
       clearTimeout(timer);
       if (timedOut) {
-        // Jobs still running are abandoned; their locks lapse and another worker picks them up.
-        p.log.warn({ timeoutMs }, 'active jobs did not finish in time; closing workers forcibly');
-        await Promise.all(workers.map((w) => w.close(true)));
+        // Jobs still running are abandoned: dropping the connection stops their lock renewals,
+        // the locks lapse and another worker runs them again. (close(true) would not help here:
+        // while a graceful close is pending, BullMQ hands back that same promise.)
+        p.log.warn({ timeoutMs }, 'active jobs did not finish in time; leaving them to other workers');
+        connection.disconnect();
+        return;
       }
       await connection.quit().catch(() => connection.disconnect());
     },
