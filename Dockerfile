@@ -17,4 +17,4 @@ COPY --from=build /app/dist ./dist
 COPY package.json ./
 USER node
 EXPOSE 3000
-CMD ["node", "--enable-source-maps", "dist/src/server.js", "api"]
+CMD ["node", "--enable-source-maps", "--max-old-space-size=1024", "dist/src/server.js", "api"]

@@ -150,10 +150,11 @@ async function main() {
   log(`database ${dbName}, queue prefix ${prefix}`);
 
   const apiPort = await freePort();
-  const api = spawnNode('api', ['--enable-source-maps', 'dist/src/server.js', 'api'], { ...env, PORT: String(apiPort) }, 'api');
+  // The same V8 settings as npm run api / npm run worker.
+  const api = spawnNode('api', ['--enable-source-maps', '--max-old-space-size=1024', 'dist/src/server.js', 'api'], { ...env, PORT: String(apiPort) }, 'api');
   const B = `http://127.0.0.1:${apiPort}`;
   await waitHttp(`${B}/readyz`);
-  spawnNode('worker', ['dist/workers/main.js'], { ...env, WORKER_QUEUES: 'content,embeddings' }, 'worker');
+  spawnNode('worker', ['--max-old-space-size=1024', 'dist/workers/main.js'], { ...env, WORKER_QUEUES: 'content,embeddings' }, 'worker');
   const helloPort = await freePort();
   spawnNode('hello', ['--import', 'tsx', 'bench/hello.ts'], { PORT: String(helloPort) });
   await waitHttp(`http://127.0.0.1:${helloPort}/`);
@@ -251,7 +252,8 @@ async function main() {
     }
     return percentile(lat.sort((a, b) => a - b), 50);
   };
-  const config = parseConfig({ ...env, LOG_LEVEL: 'silent', WORKER_QUEUES: 'content' });
+  // A queue prefix of its own: only this process's worker takes these jobs, as only raw's takes raw's.
+  const config = parseConfig({ ...env, QUEUE_PREFIX: `${prefix}-rt`, LOG_LEVEL: 'silent', WORKER_QUEUES: 'content' });
   const platform = await createPlatform(config, createLogger('silent'), { listenForJobs: true });
   const ourWorkers = await startWorkers(platform, ['content']);
   // Alternate the two, twice, so neither gets the quieter moment of the machine.
@@ -391,11 +393,11 @@ async function mailScaling(B: string, accessToken: string): Promise<Parameters<t
       }
       return jobs / ((performance.now() - t0) / 1000);
     };
-    const one = spawnNode('mail-worker-1', ['dist/workers/main.js'], workerEnv, 'worker');
+    const one = spawnNode('mail-worker-1', ['--max-old-space-size=1024', 'dist/workers/main.js'], workerEnv, 'worker');
     await waitForMailWorker(B, accessToken);
     await round(); // warm-up
     const rate1 = await round();
-    const two = spawnNode('mail-worker-2', ['dist/workers/main.js'], workerEnv, 'worker');
+    const two = spawnNode('mail-worker-2', ['--max-old-space-size=1024', 'dist/workers/main.js'], workerEnv, 'worker');
     await new Promise((r) => setTimeout(r, 3_000));
     await round();
     const rate2 = await round();
@@ -434,7 +436,7 @@ async function cleanup() {
   await admin.query(`drop database if exists ${dbName} with (force)`).catch(() => {});
   await admin.end().catch(() => {});
   const r = new Redis(REDIS_URL);
-  for (const p of [prefix, `${prefix}-raw`]) {
+  for (const p of [prefix, `${prefix}-raw`, `${prefix}-rt`]) {
     let cursor = '0';
     do {
       const [next, keys] = await r.scan(cursor, 'MATCH', `${p}*`, 'COUNT', 1000);

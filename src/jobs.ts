@@ -269,14 +269,15 @@ export class JobClient {
   async enqueue<N extends JobName>(
     name: N,
     payload: PayloadOf<N>,
-    meta: { owner: number | null; requestId?: string; jobId?: string; options?: JobsOptions },
+    meta: { owner: number | null; requestId?: string; jobId?: string; options?: JobsOptions; sizeHint?: number },
   ): Promise<string> {
     const def = jobDefinitions[name] as JobDefinition;
     const id = meta.jobId ?? `${def.queue}-${uuidv7()}`;
     const queue = this.queues.get(def.queue)!;
     const data: JobEnvelope = { owner: meta.owner, requestId: meta.requestId, payload };
     if (def.reply === 'direct') data.replyTo = this.replyChannel;
-    if (def.offloadLargePayloads) {
+    // A caller that knows the size (the request body's) saves serialising the payload twice.
+    if (def.offloadLargePayloads && (meta.sizeHint === undefined || meta.sizeHint > this.config.JOB_INLINE_PAYLOAD_BYTES / 2)) {
       const json = JSON.stringify(payload);
       if (Buffer.byteLength(json) > this.config.JOB_INLINE_PAYLOAD_BYTES) {
         await this.db('job_payloads').insert({ job_id: id, data: json });
@@ -329,7 +330,7 @@ export class JobClient {
   async run<N extends JobName>(
     name: N,
     payload: PayloadOf<N>,
-    meta: { owner: number | null; requestId?: string; waitMs: number; options?: JobsOptions },
+    meta: { owner: number | null; requestId?: string; waitMs: number; options?: JobsOptions; sizeHint?: number },
   ): Promise<{ jobId: string; done: true; result: ResultOf<N> } | { jobId: string; done: false }> {
     const def = jobDefinitions[name] as JobDefinition;
     const jobId = `${def.queue}-${uuidv7()}`;

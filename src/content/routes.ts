@@ -28,7 +28,7 @@ export function contentRouter(p: Platform): Router {
     await auth(ctx);
     const check = s.checkItem(ctx.request.body);
     if (!check.ok) throw badRequest(check.error);
-    const [row] = await failingWith(ctx, 'Failed to create content', () => store.upsertItems(p.db, [check.item]));
+    const row = await failingWith(ctx, 'Failed to create content', () => store.upsertItem(p.db, check.item));
     ctx.status = row!.inserted ? 201 : 200;
     ctx.body = s.publicItem(row!);
   });

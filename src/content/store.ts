@@ -36,14 +36,23 @@ function toRow(item: NewItem, now: Date) {
  * Inserts or updates (by url) in one statement. An existing url keeps its id and created_at.
  * Callers must not pass the same url twice (Postgres refuses to update a row twice in one statement).
  */
-export async function upsertItems(db: Db, items: NewItem[]): Promise<(ContentRow & { inserted: boolean })[]> {
+export async function upsertItem(db: Db, item: NewItem): Promise<ContentRow & { inserted: boolean }> {
+  const [row] = await upsert(db, [item]).returning(['*', db.raw('(xmax = 0) as inserted')]);
+  return row as ContentRow & { inserted: boolean };
+}
+
+/** The batch form: only ids and urls come back (not a hundred contents the caller already has). */
+export async function upsertItems(db: Db, items: NewItem[]): Promise<{ id: string; url: string }[]> {
   if (items.length === 0) return [];
+  return upsert(db, items).returning(['id', 'url']);
+}
+
+function upsert(db: Db, items: NewItem[]) {
   const now = new Date();
   return db('content_items')
     .insert(items.map((i) => toRow(i, now)))
     .onConflict('url')
-    .merge(UPDATED_ON_CONFLICT)
-    .returning(['*', db.raw('(xmax = 0) as inserted')]);
+    .merge(UPDATED_ON_CONFLICT);
 }
 
 export const getItem = (db: Db, id: string) => db<ContentRow>('content_items').where({ id }).first();

@@ -31,7 +31,8 @@ export async function runJobForRequest<N extends JobName>(
 ): Promise<ResultOf<N> | undefined> {
   // A job that is meant to take long (a mail wait) is waited for at least that long.
   const waitMs = prefersAsync(ctx) ? 0 : Math.max(p.config.SYNC_WAIT_MS, opts.minWaitMs ?? 0);
-  const outcome = await p.jobs.run(name, payload, { owner: principal.user.id, requestId: ctx.state.requestId, waitMs });
+  const sizeHint = ctx.request.rawBody === undefined ? undefined : Buffer.byteLength(ctx.request.rawBody);
+  const outcome = await p.jobs.run(name, payload, { owner: principal.user.id, requestId: ctx.state.requestId, waitMs, sizeHint });
   if (outcome.done) return outcome.result;
   let state = 'waiting';
   if (waitMs > 0) {
