@@ -14,6 +14,7 @@ import { createLogger } from '../src/log.js';
 import { createPlatform } from '../src/platform.js';
 import { startWorkers } from '../workers/index.js';
 import { buildMessage, startDovecot } from '../test/helpers/dovecot.js';
+import { clearRedisPrefix } from '../test/helpers/services.js';
 import { load, percentile } from './load.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -435,16 +436,7 @@ async function cleanup() {
   await admin.connect().catch(() => {});
   await admin.query(`drop database if exists ${dbName} with (force)`).catch(() => {});
   await admin.end().catch(() => {});
-  const r = new Redis(REDIS_URL);
-  for (const p of [prefix, `${prefix}-raw`, `${prefix}-rt`]) {
-    let cursor = '0';
-    do {
-      const [next, keys] = await r.scan(cursor, 'MATCH', `${p}*`, 'COUNT', 1000);
-      cursor = next;
-      if (keys.length) await r.del(...keys);
-    } while (cursor !== '0');
-  }
-  r.disconnect();
+  for (const p of [prefix, `${prefix}-raw`, `${prefix}-rt`]) await clearRedisPrefix(p, REDIS_URL).catch(() => {});
   fs.rmSync(dataDir, { recursive: true, force: true });
 }
 

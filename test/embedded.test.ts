@@ -1,34 +1,7 @@
-// The embedded PGlite database: migrations up and down, and a login over HTTP.
+// The app on the embedded PGlite database: login, users, tokens, redemption (migrations: migrations.test.ts).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseConfig } from '../src/config.js';
-import { createDb, migrateLatest, migrateRollbackAll } from '../src/db.js';
-import { createTestEnv, startTestApp, type TestApp, type TestEnv } from './helpers/services.js';
+import { startTestApp, type TestApp } from './helpers/services.js';
 import { HttpClient } from './helpers/http.js';
-
-describe('PGlite migrations', () => {
-  let env: TestEnv;
-  beforeAll(async () => {
-    env = await createTestEnv({ embedded: true });
-  });
-  afterAll(async () => {
-    await env.cleanup();
-  });
-
-  it('apply, roll back completely, and apply again', async () => {
-    const db = await createDb(parseConfig(env.env));
-    try {
-      const applied = await migrateLatest(db);
-      expect(applied.length).toBeGreaterThan(0);
-      expect(await db.schema.hasTable('users')).toBe(true);
-      await migrateRollbackAll(db);
-      for (const table of ['users', 'tokens', 'sessions', 'redemptions']) expect(await db.schema.hasTable(table)).toBe(false);
-      expect(await migrateLatest(db)).toEqual(applied);
-      expect(await migrateLatest(db)).toEqual([]);
-    } finally {
-      await db.destroy();
-    }
-  });
-});
 
 describe('the app on PGlite', () => {
   let t: TestApp;

@@ -50,16 +50,8 @@ export const contentItemBody = itemFields.extend({
   score: z.union([z.number().min(0).max(10), z.string()]).describe('0-10, decimals allowed (a numeric string is accepted)'),
 });
 
-export interface NewItem {
-  source: string;
-  url: string;
-  title: string | null;
-  summary: string;
-  content: string;
-  score: number;
-  analyzedBy: string | null;
-  analyzedAt: Date | null;
-}
+/** An item that passed checkItem: the validated fields, the score as a number. */
+export type NewItem = Omit<z.output<typeof itemFields>, 'analyzedAt'> & { score: number; analyzedAt: Date | null };
 
 export type ItemCheck = { ok: true; item: NewItem } | { ok: false; error: string; url?: string };
 

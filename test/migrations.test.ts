@@ -1,0 +1,40 @@
+// Every migration applies, rolls back completely and applies again, on Postgres and on embedded PGlite.
+import { afterAll, describe, expect, it } from 'vitest';
+import { parseConfig } from '../src/config.js';
+import { createDb, migrateLatest, migrateRollbackAll } from '../src/db.js';
+import { createTestEnv, type TestEnv } from './helpers/services.js';
+
+const TABLES = ['users', 'sessions', 'tokens', 'redemptions', 'content_items', 'content_stats', 'job_payloads', 'channels', 'embedding_cache', 'mail_accounts', 'mail_messages', 'mail_sends'];
+
+const envs: TestEnv[] = [];
+afterAll(async () => {
+  for (const e of envs) await e.cleanup();
+});
+
+for (const embedded of [false, true]) {
+  describe(embedded ? 'on embedded PGlite' : 'on Postgres', () => {
+    it('up, all the way down, and up again', async () => {
+      const env = await createTestEnv({ embedded });
+      envs.push(env);
+      const db = await createDb(parseConfig(env.env));
+      try {
+        const applied = await migrateLatest(db);
+        expect(applied).toEqual(['001_accounts', '002_content', '003_embeddings', '004_mail']);
+        for (const t of TABLES) expect(await db.schema.hasTable(t), t).toBe(true);
+        // The counters' triggers work right after migrating.
+        await db('content_items').insert({ id: '01900000-0000-7000-8000-000000000001', source: 's', url: 'https://x.example', summary: 's', content: 'c', score: 1, analyzed_at: new Date(), created_at: new Date(), updated_at: new Date() });
+        expect((await db('content_stats').first()).count).toBe(1);
+
+        await migrateRollbackAll(db);
+        for (const t of TABLES) expect(await db.schema.hasTable(t), t).toBe(false);
+        const fn = await db.raw("select count(*)::int as n from pg_proc where proname = 'content_stats_apply'");
+        expect(fn.rows[0].n).toBe(0);
+
+        expect(await migrateLatest(db)).toEqual(applied);
+        expect(await migrateLatest(db)).toEqual([]);
+      } finally {
+        await db.destroy();
+      }
+    });
+  });
+}
