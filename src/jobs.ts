@@ -195,7 +195,7 @@ export class JobClient {
 
   constructor(
     private readonly config: Config,
-    private readonly producer: Redis,
+    producer: Redis,
     private readonly log: Logger,
     private readonly db: Db,
   ) {

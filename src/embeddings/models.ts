@@ -10,10 +10,6 @@ export type ResolvedModel =
 
 export const LOCAL_MODELS = [LOCAL_HASH_MODEL] as const;
 
-export function isLocalModel(name: string): boolean {
-  return (LOCAL_MODELS as readonly string[]).includes(name);
-}
-
 /** Resolves a model name or throws the OpenAI-shaped error: 404 unknown, 400 unpriced, 503 no channel. */
 export async function resolveModel(config: Config, channels: ChannelDirectory, name: string): Promise<ResolvedModel> {
   if (name === LOCAL_HASH_MODEL) {

@@ -1,5 +1,5 @@
 // The one auth layer: session cookie, system access token, sk- API key (or Basic for the board); role guards; CSRF.
-import type { Context, Middleware, Next } from 'koa';
+import type { Context } from 'koa';
 import type { Platform } from '../platform.js';
 import { findSessionUser, findTokenByKeyHash, findUserByAccessTokenHash, findUserByUsername, type TokenWithUser } from '../accounts/store.js';
 import { USER_STATUS, type UserRow } from '../accounts/schema.js';
@@ -203,10 +203,3 @@ export async function authorizeApiKey(ctx: Context, p: Platform): Promise<Princi
   ctx.state.principal = principal;
   return principal;
 }
-
-export const requireUser =
-  (p: Platform, minRole = 1): Middleware =>
-  async (ctx: Context, next: Next) => {
-    await authorize(ctx, p, minRole);
-    return next();
-  };
