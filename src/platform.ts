@@ -7,7 +7,7 @@ import { createSecrets, loadSecretKey, randomAlnum, type Secrets } from './secre
 import { JobClient } from './jobs.js';
 import { TtlCache } from './cache.js';
 import { FailureLimiter } from './http/ratelimit.js';
-import { ensureRootUser } from './accounts/store.js';
+import { ensureRootUser, rootExists } from './accounts/store.js';
 import { hashPassword } from './accounts/passwords.js';
 import type { AuthUser } from './http/auth.js';
 import { ChannelDirectory } from './accounts/channels.js';
@@ -86,6 +86,8 @@ export async function createPlatform(config: Config, log: Logger, opts: Platform
 }
 
 async function bootstrapRoot(db: Db, config: Config, log: Logger) {
+  // Most starts find root already there: no password hashing for them.
+  if (await rootExists(db)) return;
   const password = config.ROOT_PASSWORD ?? randomAlnum(20);
   const created = await ensureRootUser(db, await hashPassword(password));
   if (!created) return;

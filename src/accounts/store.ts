@@ -91,10 +91,13 @@ export async function setAccessTokenHash(db: Db, userId: number, hash: string): 
 
 export const findUserByAccessTokenHash = (db: Db, hash: string) => db<UserRow>('users').where({ access_token_hash: hash }).first();
 
+export async function rootExists(db: Db): Promise<boolean> {
+  return !!(await db('users').where({ role: ROLE.root }).first('id'));
+}
+
 /** Creates `root` (role 100) unless a root user exists. Returns true when this call created it. */
 export async function ensureRootUser(db: Db, passwordHash: string): Promise<boolean> {
-  const existing = await db('users').where({ role: ROLE.root }).first('id');
-  if (existing) return false;
+  if (await rootExists(db)) return false;
   const inserted = await db.raw(
     `insert into users (username, password_hash, display_name, role) values ('root', ?, 'Root User', ?)
      on conflict ((lower(username))) do nothing returning id`,

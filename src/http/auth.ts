@@ -83,11 +83,10 @@ export async function resolvePrincipal(ctx: Context, p: Platform, opts: { allowB
       if (!ipAllowed(token.subnet, clientIp(ctx))) throw forbidden('This API key may not be used from your IP address', { code: 'ip_not_allowed' });
       return { via: 'api_key', token, user: { id: token.user_id, username: token.username, role: token.user_role, status: token.user_status } };
     }
-    const hash = sha256Hex(presented);
-    const cacheKey = `access:${hash}`;
+    const cacheKey = `access:${presented}`;
     let user = p.authCache.get(cacheKey) as AuthUser | undefined;
     if (!user) {
-      const row = await findUserByAccessTokenHash(p.db, hash);
+      const row = await findUserByAccessTokenHash(p.db, sha256Hex(presented));
       if (!row) throw unauthorized('Invalid access token', { code: 'invalid_access_token' });
       user = toAuthUser(row);
       p.authCache.set(cacheKey, user);
