@@ -95,3 +95,8 @@ export function isDbUnavailable(err: unknown): boolean {
     /Connection terminated|connection timeout|Client has encountered a connection error|terminating connection|the database system is (starting up|shutting down)|Timeout acquiring a connection/i.test(msg)
   );
 }
+
+/** A user's text as a literal inside a LIKE pattern: %, _ and backslash lose their meaning. */
+export function escapeLike(s: string): string {
+  return s.replace(/[\\%_]/g, (c) => `\\${c}`);
+}

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import type { Db } from '../db.js';
 import type { Secrets } from '../secrets.js';
 import { httpUrl } from '../http/validate.js';
-import { escapeLike } from './store.js';
+import { escapeLike } from '../db.js';
 
 export const CHANNEL_STATUS = { enabled: 1, disabled: 2, autoDisabled: 3 } as const;
 export const DEFAULT_OPENAI_BASE_URL = 'https://api.openai.com';

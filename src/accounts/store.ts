@@ -1,5 +1,5 @@
 // Knex queries of area B: users, sessions, API tokens, redemption codes.
-import type { Db } from '../db.js';
+import { escapeLike, type Db } from '../db.js';
 import { conflict } from '../http/errors.js';
 import type { CreateTokenInput, CreateUserInput, RedemptionRow, TokenRow, UpdateTokenInput, UserRow } from './schema.js';
 import { REDEMPTION_STATUS, ROLE } from './schema.js';
@@ -242,10 +242,6 @@ export async function redeemCode(db: Db, key: string, userId: number): Promise<R
     await trx('users').where({ id: userId }).increment('quota', quota).update({ updated_at: trx.fn.now() });
     return { ok: true, quota };
   });
-}
-
-export function escapeLike(s: string): string {
-  return s.replace(/[\\%_]/g, (c) => `\\${c}`);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -1,8 +1,7 @@
 // Knex queries of area C: upserts by url, keyset-paginated listing, trigram search, counters.
 import { v7 as uuidv7 } from 'uuid';
 import type { Knex } from 'knex';
-import { isEmbedded, type Db } from '../db.js';
-import { escapeLike } from '../accounts/store.js';
+import { escapeLike, isEmbedded, type Db } from '../db.js';
 import type { ContentRow, ListQuery, NewItem, OrderBy } from './schema.js';
 
 const SORT_COLUMN: Record<OrderBy, 'score' | 'created_at' | 'analyzed_at'> = {

@@ -99,7 +99,7 @@ export function errorMiddleware(): Middleware {
     try {
       await next();
     } catch (raw) {
-      const err = toAppError(raw, ctx);
+      const err = toAppError(raw);
       if (err.status >= 500) ctx.state.log?.error({ err: raw }, 'request failed');
       else ctx.state.log?.debug({ status: err.status, message: err.message }, 'request rejected');
       writeError(ctx, err);
@@ -114,7 +114,7 @@ export function writeError(ctx: Context, err: AppError) {
 }
 
 /** Turns any thrown value into an AppError whose message is safe to show. */
-export function toAppError(raw: unknown, ctx?: Context): AppError {
+export function toAppError(raw: unknown): AppError {
   if (raw instanceof AppError) return raw;
   const e = raw as { status?: number; statusCode?: number; expose?: boolean; message?: string; type?: string; headers?: Record<string, string> };
   if (isDbUnavailable(raw)) return serviceUnavailable('Database unavailable, try again shortly', { code: 'database_unavailable' });
@@ -124,7 +124,6 @@ export function toAppError(raw: unknown, ctx?: Context): AppError {
   if (typeof status === 'number' && status >= 400 && status < 500 && e.expose !== false) {
     return new AppError(status, e.message ?? 'Request failed', { headers: e.headers });
   }
-  void ctx;
   return new AppError(500, 'Internal server error', { code: 'internal_error', cause: raw });
 }
 

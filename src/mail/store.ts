@@ -1,6 +1,6 @@
 // Knex queries of area D: accounts (secrets sealed with SECRET_KEY), stored messages, send records.
 import crypto from 'node:crypto';
-import type { Db } from '../db.js';
+import { escapeLike, type Db } from '../db.js';
 import type { Secrets } from '../secrets.js';
 import type { Address, CreateAccountInput, MailAuth, MailboxName, MailMessage } from './schema.js';
 
@@ -208,10 +208,10 @@ export async function queryStored(
   const q = db<MessageRow>('mail_messages').where({ account_id: accountId, mailbox, uidvalidity });
   if (f.since) q.andWhereRaw('coalesce(received_at, date) >= ?', [f.since]);
   if (f.from) {
-    const like = `%${f.from.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+    const like = `%${escapeLike(f.from)}%`;
     q.andWhere((w) => w.whereILike('from_address', like).orWhereILike('from_name', like));
   }
-  if (f.subject) q.andWhereILike('subject', `%${f.subject.replace(/[\\%_]/g, (c) => `\\${c}`)}%`);
+  if (f.subject) q.andWhereILike('subject', `%${escapeLike(f.subject)}%`);
   return q.orderBy([{ column: 'uid', order: 'desc' }]).limit(f.limit);
 }
 
