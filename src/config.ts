@@ -104,6 +104,13 @@ export type Config = Readonly<
 export type QueueName = (typeof QUEUE_NAMES)[number];
 export const queueNames: readonly QueueName[] = QUEUE_NAMES;
 
+/** How many jobs of each queue one worker process runs at once. */
+export const queueConcurrency = (c: Config): Record<QueueName, number> => ({
+  content: c.CONTENT_CONCURRENCY,
+  embeddings: c.EMBEDDINGS_CONCURRENCY,
+  mail: c.MAIL_CONCURRENCY,
+});
+
 export class ConfigError extends Error {}
 
 /** Parses an environment (process.env by default). Throws ConfigError naming every bad variable. */

@@ -4,7 +4,7 @@ import { createDb, migrateLatest, type Db } from './db.js';
 import type { Logger } from './log.js';
 import { createRedis, checkEvictionPolicy, type Redis } from './redis.js';
 import { createSecrets, loadSecretKey, randomAlnum, type Secrets } from './secrets.js';
-import { JobClient } from './jobs.js';
+import { JobClient } from './jobs/client.js';
 import { TtlCache } from './cache.js';
 import { FailureLimiter } from './http/ratelimit.js';
 import { ensureRootUser, rootExists } from './accounts/store.js';

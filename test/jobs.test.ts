@@ -1,8 +1,9 @@
 // The jobs platform in one process: sync and async answers, status, SSE, ownership, retries, Bull Board.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AppError } from '../src/http/errors.js';
-import { buildProcessorTable, startWorkers, type ProcessorMap } from '../workers/index.js';
-import { processorMaps } from '../workers/processors.js';
+import { AppError } from '../src/errors.js';
+import type { ProcessorMap } from '../src/jobs/processor.js';
+import { buildProcessorTable, startWorkers } from '../workers/index.js';
+import { processorMaps } from '../src/jobs/processors.js';
 import { HttpClient } from './helpers/http.js';
 import { ROOT_PASSWORD, startTestApp, type TestApp } from './helpers/services.js';
 import { item } from './shared/content-suite.js';

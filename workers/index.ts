@@ -1,28 +1,17 @@
 // Worker runtime: one BullMQ Worker per selected queue, dispatching each job to its one processor.
 import os from 'node:os';
 import { UnrecoverableError, Worker, type Job } from 'bullmq';
-import type { QueueName } from '../src/config.js';
-import type { Logger } from '../src/log.js';
+import { queueConcurrency, type QueueName } from '../src/config.js';
+import { AppError, toAppError } from '../src/errors.js';
+import type { JobDefinition } from '../src/jobs/define.js';
+import type { Processor, ProcessorMap } from '../src/jobs/processor.js';
+import { processorMaps } from '../src/jobs/processors.js';
+import { jobDefinitions } from '../src/jobs/registry.js';
+import { DELIVERED, dropPayload, encodeFailure, loadPayload, type DirectReply, type JobEnvelope } from '../src/jobs/wire.js';
+import { recordJob } from '../src/metrics.js';
 import type { Platform } from '../src/platform.js';
 import { createRedis } from '../src/redis.js';
-import { recordJob } from '../src/metrics.js';
-import { AppError, toAppError } from '../src/http/errors.js';
-import { describeIssue } from '../src/http/validate.js';
-import { DELIVERED, dropPayload, encodeFailure, jobDefinitions, loadPayload, type DirectReply, type JobDefinition, type JobEnvelope, type JobName, type ParsedPayloadOf, type ResultOf } from '../src/jobs.js';
-import { processorMaps } from './processors.js';
-
-export interface ProcessorContext {
-  job: Job<JobEnvelope>;
-  platform: Platform;
-  log: Logger;
-  /** Who submitted the job (user id), or null for system jobs. */
-  owner: number | null;
-  /** Fires when the worker is closing or the job is cancelled. */
-  signal?: AbortSignal;
-}
-
-export type Processor<N extends JobName = JobName> = (payload: ParsedPayloadOf<N>, ctx: ProcessorContext) => Promise<ResultOf<N>>;
-export type ProcessorMap = { [N in JobName]?: Processor<N> };
+import { describeIssue } from '../src/validate.js';
 
 /**
  * Every job name must have exactly one processor, and every processor a declared job: checked
@@ -40,7 +29,8 @@ export function buildProcessorTable(maps: Record<string, ProcessorMap>): Map<str
     }
   }
   for (const name of Object.keys(jobDefinitions)) {
-    if (!table.has(name)) throw new Error(`job "${name}" has no processor`);
+    if (table.has(name)) continue;
+    throw new Error(`job "${name}" has no processor: add one to the processors.ts of the area that declares it (src/<area>/processors.ts), whose map src/jobs/processors.ts lists`);
   }
   return table;
 }
@@ -50,9 +40,6 @@ export interface WorkerSet {
   /** Stops taking jobs, lets active ones finish within timeoutMs, then closes. */
   close(timeoutMs: number): Promise<void>;
 }
-
-const concurrencyOf = (p: Platform, q: QueueName) =>
-  ({ content: p.config.CONTENT_CONCURRENCY, embeddings: p.config.EMBEDDINGS_CONCURRENCY, mail: p.config.MAIL_CONCURRENCY })[q];
 
 export async function startWorkers(p: Platform, queues: readonly QueueName[], maps: Record<string, ProcessorMap> = processorMaps): Promise<WorkerSet> {
   const table = buildProcessorTable(maps);
@@ -66,7 +53,7 @@ export async function startWorkers(p: Platform, queues: readonly QueueName[], ma
       prefix: p.config.QUEUE_PREFIX,
       // Shown as the job's processedBy (in Bull Board too): which machine and process ran it.
       name: `${os.hostname()}:${process.pid}`,
-      concurrency: concurrencyOf(p, queue),
+      concurrency: queueConcurrency(p.config)[queue],
       lockDuration: p.config.JOB_LOCK_MS,
       stalledInterval: p.config.JOB_STALLED_INTERVAL_MS,
       maxStalledCount: 2,

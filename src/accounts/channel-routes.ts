@@ -4,8 +4,8 @@ import type { Context } from 'koa';
 import type { Platform } from '../platform.js';
 import { authorize } from '../http/auth.js';
 import { envelope, envelopeList } from '../http/envelope.js';
-import { notFound } from '../http/errors.js';
-import { parse } from '../http/validate.js';
+import { notFound } from '../errors.js';
+import { parse } from '../validate.js';
 import * as ch from './channels.js';
 import { idParam, pageQuery, ROLE } from './schema.js';
 

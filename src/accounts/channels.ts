@@ -2,7 +2,7 @@
 import { z } from 'zod';
 import type { Db } from '../db.js';
 import type { Secrets } from '../secrets.js';
-import { httpUrl } from '../http/validate.js';
+import { httpUrl } from '../validate.js';
 import { escapeLike } from '../db.js';
 
 export const CHANNEL_STATUS = { enabled: 1, disabled: 2, autoDisabled: 3 } as const;

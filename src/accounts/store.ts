@@ -1,6 +1,6 @@
 // Knex queries of area B: users, sessions, API tokens, redemption codes.
 import { escapeLike, type Db } from '../db.js';
-import { conflict } from '../http/errors.js';
+import { conflict } from '../errors.js';
 import type { CreateTokenInput, CreateUserInput, RedemptionRow, TokenRow, UpdateTokenInput, UserRow } from './schema.js';
 import { REDEMPTION_STATUS, ROLE } from './schema.js';
 

@@ -3,7 +3,7 @@ import { Router } from '@koa/router';
 import type { Context } from 'koa';
 import type { Platform } from '../platform.js';
 import { authorize } from '../http/auth.js';
-import { AppError, badRequest, notFound, toAppError } from '../http/errors.js';
+import { AppError, badRequest, notFound, toAppError } from '../errors.js';
 import { runJobForRequest } from '../http/jobs.js';
 import * as s from './schema.js';
 import * as store from './store.js';

@@ -1,6 +1,6 @@
 // Area C's item and query rules, with the exact error strings of content-analyzer's API.
 import { z } from 'zod';
-import { describeIssue, httpUrl } from '../http/validate.js';
+import { describeIssue, httpUrl } from '../validate.js';
 
 export const MISSING_FIELDS = 'Missing required fields: source, url, summary, content, score';
 export const SCORE_RANGE = 'Score must be between 0 and 10';

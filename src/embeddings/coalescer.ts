@@ -1,6 +1,6 @@
 // Gathers local-model calls into shared jobs, sized by load, and fans the results back out.
 import type { Platform } from '../platform.js';
-import { AppError } from '../http/errors.js';
+import { AppError } from '../errors.js';
 import type { GenerationOutcome, GenerationRequest } from './schema.js';
 
 interface Pending {

@@ -2,7 +2,7 @@
 import type { Platform } from '../platform.js';
 import { sha256Hex } from '../secrets.js';
 import { addChannelUsage } from '../accounts/channels.js';
-import { toAppError } from '../http/errors.js';
+import { toAppError } from '../errors.js';
 import { embedLocalHash } from './localHash.js';
 import { costOf, resolveModel } from './models.js';
 import { relayEmbeddings } from './relay.js';

@@ -1,7 +1,7 @@
 // Forwarding an embeddings call to upstream channels: priority tiers, weighted choice, failover, Retry-After.
 import type { Platform } from '../platform.js';
 import { autoDisableChannel, type ChannelEntry } from '../accounts/channels.js';
-import { AppError } from '../http/errors.js';
+import { AppError } from '../errors.js';
 
 export interface RelayResult {
   vectors: Float32Array[];

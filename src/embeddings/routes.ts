@@ -3,7 +3,7 @@ import { Router } from '@koa/router';
 import type { Context } from 'koa';
 import type { Platform } from '../platform.js';
 import { authorizeApiKey } from '../http/auth.js';
-import { AppError, badRequest, forbidden, notFound } from '../http/errors.js';
+import { AppError, badRequest, forbidden, notFound } from '../errors.js';
 import { refundQuota, reserveQuota, settleQuota } from '../accounts/store.js';
 import { modelAllowed } from '../accounts/tokens.js';
 import { EmbeddingsCoalescer } from './coalescer.js';

@@ -1,6 +1,6 @@
 // Area A's request rules (OpenAI's embeddings API) and the embeddings.create job's payload and result.
 import { z } from 'zod';
-import { badRequest, type AppError } from '../http/errors.js';
+import { badRequest, type AppError } from '../errors.js';
 
 export const MAX_INPUTS = 2048;
 export const MAX_INPUT_TOKENS = 8192;

@@ -6,7 +6,7 @@ import { USER_STATUS, type UserRow } from '../accounts/schema.js';
 import { ipAllowed, isApiKey, isExhausted, isExpired } from '../accounts/tokens.js';
 import { verifyPassword, burnVerification } from '../accounts/passwords.js';
 import { sha256Hex } from '../secrets.js';
-import { forbidden, tooManyRequests, unauthorized } from './errors.js';
+import { forbidden, tooManyRequests, unauthorized } from '../errors.js';
 import type { LimitedKey } from './ratelimit.js';
 
 export const SESSION_COOKIE = 'sy_session';

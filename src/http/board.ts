@@ -3,7 +3,7 @@ import type { Middleware } from 'koa';
 import type { Platform } from '../platform.js';
 import { ROLE } from '../accounts/schema.js';
 import { authorize } from './auth.js';
-import { AppError } from './errors.js';
+import { AppError } from '../errors.js';
 
 export const BOARD_PATH = '/admin/queues';
 

@@ -1,6 +1,6 @@
 // Request body reading: a byte limit (413), strict JSON (400), form and text bodies, nothing else (415).
 import type { Middleware } from 'koa';
-import { AppError, badRequest } from './errors.js';
+import { AppError, badRequest } from '../errors.js';
 
 declare module 'koa' {
   interface Request {

@@ -3,10 +3,12 @@ import { PassThrough } from 'node:stream';
 import { Router } from '@koa/router';
 import type { Context } from 'koa';
 import type { Platform } from '../platform.js';
-import type { JobEnvelope, JobEvent, JobName, PayloadOf, ResultOf } from '../jobs.js';
+import type { JobEvent } from '../jobs/client.js';
+import type { JobName, PayloadOf, ResultOf } from '../jobs/registry.js';
+import type { JobEnvelope } from '../jobs/wire.js';
 import { ROLE } from '../accounts/schema.js';
 import { authorize, type Principal } from './auth.js';
-import { AppError, badRequest, notFound } from './errors.js';
+import { AppError, badRequest, notFound } from '../errors.js';
 import { queueNames, type QueueName } from '../config.js';
 
 /** `Prefer: respond-async` (RFC 7240) asks for 202 at once instead of waiting. */

@@ -2,7 +2,7 @@
 import { ImapFlow, type FetchMessageObject, type MailboxObject } from 'imapflow';
 import { simpleParser, type AddressObject, type ParsedMail } from 'mailparser';
 import type { Platform } from '../platform.js';
-import { AppError } from '../http/errors.js';
+import { AppError } from '../errors.js';
 import { accessToken, forgetAccessToken } from './oauth.js';
 import type { Address, MailboxName } from './schema.js';
 import type { MailAccount, NewMessage } from './store.js';

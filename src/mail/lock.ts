@@ -1,7 +1,7 @@
 // One mail job at a time per mailbox, across every worker: a leased Redis lock, renewed while held.
 import { randomUUID } from 'node:crypto';
 import type { Platform } from '../platform.js';
-import { AppError } from '../http/errors.js';
+import { AppError } from '../errors.js';
 
 const LEASE_MS = 30_000;
 const RELEASE = `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end`;

@@ -1,6 +1,6 @@
 // Microsoft OAuth2 for mailboxes: refresh-token grants, access tokens cached in Redis, rotated refresh tokens saved.
 import type { Platform } from '../platform.js';
-import { AppError } from '../http/errors.js';
+import { AppError } from '../errors.js';
 import { sha256Hex } from '../secrets.js';
 import { saveRefreshToken } from './store.js';
 

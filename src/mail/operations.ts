@@ -1,7 +1,7 @@
 // What the mail jobs do: read (live, fast, preview), purge, send, find a code; one at a time per mailbox.
 import type { z } from 'zod';
 import type { Platform } from '../platform.js';
-import { AppError, toAppError } from '../http/errors.js';
+import { AppError, toAppError } from '../errors.js';
 import { extractCode } from './codes.js';
 import { deleteAll, fetchMessages, listUids, mailboxPath, uidNextOf, waitForInbox, withImap } from './imap.js';
 import { withMailboxLock } from './lock.js';

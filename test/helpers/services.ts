@@ -11,7 +11,8 @@ import { parseConfig, type Config } from '../../src/config.js';
 import { createLogger } from '../../src/log.js';
 import { createPlatform, type Platform } from '../../src/platform.js';
 import { createApp } from '../../src/http/app.js';
-import { startWorkers, type WorkerSet, type ProcessorMap } from '../../workers/index.js';
+import type { ProcessorMap } from '../../src/jobs/processor.js';
+import { startWorkers, type WorkerSet } from '../../workers/index.js';
 import { HttpClient } from './http.js';
 
 export const ADMIN_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';

@@ -1,8 +1,8 @@
-// Processors of the mail queue: thin, the work is in src/mail/ — loaded on first use, so processes
+// Runs the mail area's jobs (declared in ./jobs.ts). The work is loaded on first use, so worker processes
 // that never run a mail job never load imapflow, mailparser and nodemailer (~27 MB).
-import type { ProcessorMap } from './index.js';
+import type { ProcessorMap } from '../jobs/processor.js';
 
-const ops = () => import('../src/mail/operations.js');
+const ops = () => import('./operations.js');
 
 export const mailProcessors: ProcessorMap = {
   'mail.fetch': async (payload, { platform }) => (await ops()).fetchOp(platform, payload),

@@ -1,120 +1,16 @@
-// Job types declared once (queue, name, payload schema, options) and the client the API uses to run them.
+// The producer side of the job platform: one Queue and QueueEvents per queue, enqueue, enqueue-and-wait, job views.
 import { Queue, QueueEvents, type Job, type JobsOptions } from 'bullmq';
 import { v7 as uuidv7 } from 'uuid';
-import { z } from 'zod';
-import type { Config, QueueName } from './config.js';
-import { queueNames } from './config.js';
-import type { Logger } from './log.js';
-import type { Redis } from './redis.js';
-import { createRedis, withTimeout } from './redis.js';
-import { AppError, serviceUnavailable, toAppError } from './http/errors.js';
-import type { Db } from './db.js';
-import { batchPayload, type BatchResult } from './content/schema.js';
-import { generationPayload, type GenerationOutcome } from './embeddings/schema.js';
-import { codePayload, fetchPayload, purgePayload, sendPayload, type CodeResult, type FetchResult, type PurgeResult, type SendResult } from './mail/schema.js';
-
-/** A no-op per queue: shows that a queue's workers are consuming, and measures the platform's round trip. */
-export const pingPayload = z.object({});
-export interface PingResult {
-  worker: string;
-}
-const PING_OPTIONS: JobsOptions = { attempts: 1, removeOnComplete: { age: 60, count: 100 }, removeOnFail: { age: 3600, count: 100 } };
-
-/** Mail jobs talk to someone else's server while a caller waits: retry once, soon. */
-const MAIL_OPTIONS: JobsOptions = { attempts: 2, backoff: { type: 'exponential', delay: 1_000, jitter: 0.5 } };
-
-export interface JobDefinition<N extends string = string, S extends z.ZodType = z.ZodType, R = unknown> {
-  name: N;
-  queue: QueueName;
-  payload: S;
-  /** Overrides of the platform defaults (attempts, backoff, retention). */
-  options?: JobsOptions;
-  /** Payloads above JOB_INLINE_PAYLOAD_BYTES go to Postgres and the queue carries only their id. */
-  offloadLargePayloads?: boolean;
-  /**
-   * 'direct': the worker publishes the result straight to the waiting API process (Redis pub/sub)
-   * and stores only a marker in the job; no QueueEvents stream is read for it. For latency-critical
-   * jobs whose (possibly large) results matter only to whoever waits. Default 'events'.
-   */
-  reply?: 'events' | 'direct';
-  /** Type-only: what the processor returns. */
-  readonly __result?: R;
-}
-
-/** Declares a job type. `defineJob<Result>()({ name, queue, payload })`. */
-export const defineJob =
-  <R>() =>
-  <const N extends string, S extends z.ZodType>(def: { name: N; queue: QueueName; payload: S; options?: JobsOptions; offloadLargePayloads?: boolean; reply?: 'events' | 'direct' }) =>
-    def as JobDefinition<N, S, R>;
-
-/**
- * The registry of every job type. Producers (the API) enqueue by name, type-checked against the
- * payload schema; workers must register exactly one processor per name.
- */
-export const jobDefinitions = {
-  'content.ping': defineJob<PingResult>()({ name: 'content.ping', queue: 'content', payload: pingPayload, options: PING_OPTIONS, reply: 'direct' }),
-  'embeddings.ping': defineJob<PingResult>()({ name: 'embeddings.ping', queue: 'embeddings', payload: pingPayload, options: PING_OPTIONS, reply: 'direct' }),
-  'mail.ping': defineJob<PingResult>()({ name: 'mail.ping', queue: 'mail', payload: pingPayload, options: PING_OPTIONS, reply: 'direct' }),
-  'content.batch': defineJob<BatchResult>()({ name: 'content.batch', queue: 'content', payload: batchPayload, offloadLargePayloads: true }),
-  'embeddings.create': defineJob<GenerationOutcome[]>()({
-    name: 'embeddings.create',
-    queue: 'embeddings',
-    payload: generationPayload,
-    reply: 'direct',
-    // Someone is waiting on every one of these: retry briefly, keep little.
-    options: {
-      attempts: 3,
-      backoff: { type: 'exponential', delay: 500, jitter: 0.5 },
-      removeOnComplete: { age: 60, count: 1000 },
-      removeOnFail: { age: 3600, count: 1000 },
-    },
-  }),
-  'mail.fetch': defineJob<FetchResult>()({ name: 'mail.fetch', queue: 'mail', payload: fetchPayload, options: MAIL_OPTIONS }),
-  'mail.purge': defineJob<PurgeResult>()({ name: 'mail.purge', queue: 'mail', payload: purgePayload, options: MAIL_OPTIONS }),
-  'mail.code': defineJob<CodeResult>()({ name: 'mail.code', queue: 'mail', payload: codePayload, options: MAIL_OPTIONS }),
-  'mail.send': defineJob<SendResult>()({
-    name: 'mail.send',
-    queue: 'mail',
-    payload: sendPayload,
-    offloadLargePayloads: true,
-    options: { attempts: 3, backoff: { type: 'exponential', delay: 2_000, jitter: 0.5 } },
-  }),
-} satisfies Record<string, JobDefinition>;
-
-export type JobRegistry = typeof jobDefinitions;
-export type JobName = keyof JobRegistry & string;
-export type PayloadOf<N extends JobName> = z.input<JobRegistry[N]['payload']>;
-export type ParsedPayloadOf<N extends JobName> = z.output<JobRegistry[N]['payload']>;
-export type ResultOf<N extends JobName> = NonNullable<JobRegistry[N]['__result']>;
-
-/** What travels in Redis: the payload (or where to find it) and who asked for it. */
-export interface JobEnvelope<P = unknown> {
-  owner: number | null;
-  requestId?: string;
-  payload?: P;
-  /** Set when the payload was too large for the queue: it is in job_payloads under the job id. */
-  payloadRef?: string;
-  /** For 'direct' replies: the pub/sub channel of the process waiting for the result. */
-  replyTo?: string;
-}
-
-/** What a worker publishes on a replyTo channel. */
-export type DirectReply = { id: string; result: unknown } | { id: string; error: ReturnType<AppError['toJSON']> };
-
-/** What a 'direct' job keeps as its return value: the result itself went to the waiter. */
-export const DELIVERED = { delivered: true } as const;
-
-/** The payload of a job, from the envelope or from Postgres. */
-export async function loadPayload(db: Db, envelope: JobEnvelope): Promise<unknown> {
-  if (!envelope.payloadRef) return envelope.payload;
-  const row = await db('job_payloads').where({ job_id: envelope.payloadRef }).first('data');
-  if (!row) throw new AppError(410, 'The payload of this job is gone (job_payloads row removed)', { code: 'payload_missing', retriable: false });
-  return JSON.parse(row.data as string);
-}
-
-export async function dropPayload(db: Db, envelope: JobEnvelope): Promise<void> {
-  if (envelope.payloadRef) await db('job_payloads').where({ job_id: envelope.payloadRef }).delete();
-}
+import type { Config, QueueName } from '../config.js';
+import { queueNames } from '../config.js';
+import type { Db } from '../db.js';
+import { AppError, serviceUnavailable, toAppError } from '../errors.js';
+import type { Logger } from '../log.js';
+import type { Redis } from '../redis.js';
+import { createRedis, withTimeout } from '../redis.js';
+import type { JobDefinition } from './define.js';
+import { jobDefinitions, type JobName, type PayloadOf, type ResultOf } from './registry.js';
+import { decodeFailure, dropPayload, queueOfJobId, type DirectReply, type JobEnvelope } from './wire.js';
 
 export type JobState = 'waiting' | 'active' | 'delayed' | 'completed' | 'failed';
 
@@ -136,30 +32,6 @@ export type JobEvent =
   | { type: 'progress'; data: unknown }
   | { type: 'completed'; result: unknown }
   | { type: 'failed'; error: AppError };
-
-const APP_ERROR_MARK = 'APPERR ';
-
-/** Failure reasons carry the AppError as JSON so the API can answer with its status and message. */
-export function encodeFailure(err: AppError): string {
-  return APP_ERROR_MARK + JSON.stringify(err.toJSON());
-}
-
-export function decodeFailure(reason: string | undefined): AppError {
-  if (reason?.startsWith(APP_ERROR_MARK)) {
-    try {
-      return AppError.fromJSON(JSON.parse(reason.slice(APP_ERROR_MARK.length)));
-    } catch {
-      // fall through
-    }
-  }
-  // Reasons BullMQ writes itself (stalled too often, lock lost) are not secrets; say them.
-  return new AppError(500, reason ? `Job failed: ${reason.split('\n')[0]!.slice(0, 300)}` : 'Job failed', { code: 'job_failed' });
-}
-
-export function queueOfJobId(id: string): QueueName | undefined {
-  const q = id.slice(0, id.indexOf('-'));
-  return (queueNames as readonly string[]).includes(q) ? (q as QueueName) : undefined;
-}
 
 export function defaultJobOptions(config: Config): JobsOptions {
   return {

@@ -1,0 +1,47 @@
+// How a job type is declared: its name, queue, payload schema, result type and options (no processor: see processor.ts).
+import type { JobsOptions } from 'bullmq';
+import type { z } from 'zod';
+import type { QueueName } from '../config.js';
+
+export interface JobDefinition<N extends string = string, S extends z.ZodType = z.ZodType, R = unknown> {
+  /** `<area>.<verb>`, unique across the registry. */
+  name: N;
+  queue: QueueName;
+  /** Checked when the job is enqueued (by type) and again by the worker (at run time). */
+  payload: S;
+  /** Overrides of the platform defaults (attempts, backoff, retention). */
+  options?: JobsOptions;
+  /** Payloads above JOB_INLINE_PAYLOAD_BYTES go to Postgres and the queue carries only their id. */
+  offloadLargePayloads?: boolean;
+  /**
+   * 'direct': the worker publishes the result straight to the waiting API process (Redis pub/sub)
+   * and stores only a marker in the job; no QueueEvents stream is read for it. For latency-critical
+   * jobs whose (possibly large) results matter only to whoever waits. Default 'events'.
+   */
+  reply?: 'events' | 'direct';
+  /** Type-only: what the processor returns. */
+  readonly __result?: R;
+}
+
+/** Declares a job type: `defineJob<Result>()({ name, queue, payload })`. */
+export const defineJob =
+  <R>() =>
+  <const N extends string, S extends z.ZodType>(def: {
+    name: N;
+    queue: QueueName;
+    payload: S;
+    options?: JobsOptions;
+    offloadLargePayloads?: boolean;
+    reply?: 'events' | 'direct';
+  }) =>
+    def as JobDefinition<N, S, R>;
+
+/** A list of definitions as a record keyed by name, keeping each one's literal name and types. */
+export function byName<const L extends readonly JobDefinition[]>(list: L): { [D in L[number] as D['name']]: D } {
+  const out: Record<string, JobDefinition> = {};
+  for (const def of list) {
+    if (out[def.name]) throw new Error(`job "${def.name}" is declared twice`);
+    out[def.name] = def;
+  }
+  return out as { [D in L[number] as D['name']]: D };
+}

@@ -1,0 +1,17 @@
+// Every area's processors, by area: what worker processes run (the API never loads this).
+import os from 'node:os';
+import { contentProcessors } from '../content/processors.js';
+import { embeddingsProcessors } from '../embeddings/processors.js';
+import { mailProcessors } from '../mail/processors.js';
+import type { ProcessorMap } from './processor.js';
+
+const pong = async () => ({ worker: `${os.hostname()}:${process.pid}` });
+const pingProcessors: ProcessorMap = { 'content.ping': pong, 'embeddings.ping': pong, 'mail.ping': pong };
+
+/** Keyed by area: the boot check names the area's processors file when a job has none. */
+export const processorMaps: Record<string, ProcessorMap> = {
+  content: contentProcessors,
+  embeddings: embeddingsProcessors,
+  mail: mailProcessors,
+  jobs: pingProcessors,
+};

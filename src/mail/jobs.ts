@@ -1,0 +1,19 @@
+// The mail area's jobs, declared (payload, result, options); src/mail/processors.ts runs them.
+import type { JobsOptions } from 'bullmq';
+import { defineJob } from '../jobs/define.js';
+import { codePayload, fetchPayload, purgePayload, sendPayload, type CodeResult, type FetchResult, type PurgeResult, type SendResult } from './schema.js';
+
+/** Mail jobs talk to someone else's server while a caller waits: retry once, soon. */
+const MAIL_OPTIONS: JobsOptions = { attempts: 2, backoff: { type: 'exponential', delay: 1_000, jitter: 0.5 } };
+
+export const mailFetch = defineJob<FetchResult>()({ name: 'mail.fetch', queue: 'mail', payload: fetchPayload, options: MAIL_OPTIONS });
+export const mailPurge = defineJob<PurgeResult>()({ name: 'mail.purge', queue: 'mail', payload: purgePayload, options: MAIL_OPTIONS });
+export const mailCode = defineJob<CodeResult>()({ name: 'mail.code', queue: 'mail', payload: codePayload, options: MAIL_OPTIONS });
+/** Sends are recorded by job id, so a retried job does not send twice. */
+export const mailSend = defineJob<SendResult>()({
+  name: 'mail.send',
+  queue: 'mail',
+  payload: sendPayload,
+  offloadLargePayloads: true,
+  options: { attempts: 3, backoff: { type: 'exponential', delay: 2_000, jitter: 0.5 } },
+});
