@@ -10,7 +10,7 @@ import { FailureLimiter } from './http/ratelimit.js';
 import { ensureRootUser, rootExists } from './accounts/store.js';
 import { hashPassword } from './accounts/passwords.js';
 import type { AuthUser } from './http/auth.js';
-import { ChannelDirectory } from './accounts/channels.js';
+import { ChannelDirectory } from './channels/directory.js';
 import { UsageRecorder } from './accounts/usage.js';
 import { watchQueues } from './metrics.js';
 

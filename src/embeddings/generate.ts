@@ -1,7 +1,7 @@
 // The embeddings.create job: local vectors computed here, upstream ones through the cache and the relay.
 import type { Platform } from '../platform.js';
 import { sha256Hex } from '../secrets.js';
-import { addChannelUsage } from '../accounts/channels.js';
+import { addChannelUsage } from '../channels/store.js';
 import { toAppError } from '../errors.js';
 import { embedLocalHash } from './localHash.js';
 import { costOf, resolveModel } from './models.js';

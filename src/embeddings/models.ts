@@ -1,6 +1,6 @@
 // Which models exist: the built-in local ones and whatever enabled, priced channels serve.
 import type { Config } from '../config.js';
-import type { ChannelDirectory, ChannelEntry } from '../accounts/channels.js';
+import type { ChannelDirectory, ChannelEntry } from '../channels/directory.js';
 import { AppError, badRequest, notFound } from '../errors.js';
 import { LOCAL_HASH_DEFAULT_DIMENSIONS, LOCAL_HASH_MAX_DIMENSIONS, LOCAL_HASH_MODEL } from './localHash.js';
 

@@ -1,6 +1,7 @@
 // Forwarding an embeddings call to upstream channels: priority tiers, weighted choice, failover, Retry-After.
 import type { Platform } from '../platform.js';
-import { autoDisableChannel, type ChannelEntry } from '../accounts/channels.js';
+import type { ChannelEntry } from '../channels/directory.js';
+import { autoDisableChannel } from '../channels/store.js';
 import { AppError } from '../errors.js';
 
 export interface RelayResult {

@@ -10,7 +10,7 @@ import { bodyParser } from './body.js';
 import { healthRouter } from './health.js';
 import { accountsRouter } from '../accounts/routes.js';
 import { contentRouter } from '../content/routes.js';
-import { channelsRouter } from '../accounts/channel-routes.js';
+import { channelsRouter } from '../channels/routes.js';
 import { embeddingsRouter } from '../embeddings/routes.js';
 import { mailRouter } from '../mail/routes.js';
 import { observeHttp, metricsRouter } from '../metrics.js';

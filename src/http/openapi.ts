@@ -5,7 +5,7 @@ import path from 'node:path';
 import { Router } from '@koa/router';
 import { z } from 'zod';
 import * as accounts from '../accounts/schema.js';
-import * as channels from '../accounts/channels.js';
+import * as channels from '../channels/schema.js';
 import * as content from '../content/schema.js';
 import { embeddingsBody } from '../embeddings/schema.js';
 import * as mail from '../mail/schema.js';

@@ -1,0 +1,87 @@
+// Every channel as routing needs it, re-read from Postgres every few seconds, per process.
+import type { Db } from '../db.js';
+import { CHANNEL_STATUS, type ChannelRow } from './schema.js';
+
+/** A channel, ready for routing decisions. */
+export interface ChannelEntry {
+  id: number;
+  name: string;
+  baseUrl: string;
+  keyEnc: string;
+  models: Set<string>;
+  mapping: Record<string, string>;
+  priority: number;
+  weight: number;
+  price: number | null;
+  status: number;
+}
+
+export type ModelAvailability =
+  | { kind: 'unknown' }
+  | { kind: 'no-channel' }
+  | { kind: 'no-price' }
+  | { kind: 'ok'; price: number; channels: ChannelEntry[] };
+
+/**
+ * Every channel, re-read from Postgres at most every `ttlMs`. Changes made through this process
+ * apply at once (invalidate()); changes made elsewhere within ttlMs.
+ */
+export class ChannelDirectory {
+  private cache?: { at: number; entries: ChannelEntry[] };
+  private loading?: Promise<ChannelEntry[]>;
+
+  constructor(
+    private readonly db: Db,
+    private readonly ttlMs = 2_000,
+  ) {}
+
+  invalidate() {
+    this.cache = undefined;
+  }
+
+  async all(): Promise<ChannelEntry[]> {
+    if (this.cache && Date.now() - this.cache.at < this.ttlMs) return this.cache.entries;
+    this.loading ??= this.db<ChannelRow>('channels')
+      .select('*')
+      .then((rows) => {
+        const entries = rows.map((r) => ({
+          id: r.id,
+          name: r.name,
+          baseUrl: r.base_url,
+          keyEnc: r.key_enc,
+          models: new Set(r.models.split(',')),
+          mapping: JSON.parse(r.model_mapping) as Record<string, string>,
+          priority: r.priority,
+          weight: r.weight,
+          price: r.price,
+          status: r.status,
+        }));
+        this.cache = { at: Date.now(), entries };
+        return entries;
+      })
+      .finally(() => (this.loading = undefined));
+    return this.loading;
+  }
+
+  /**
+   * Whether a model can be served: unknown (no channel lists it), no-channel (all its channels are
+   * disabled), no-price (none of its enabled channels has a price: it is refused, never given
+   * away), or ok with its price (the highest among them) and the channels that may serve it.
+   */
+  async availability(model: string): Promise<ModelAvailability> {
+    const listing = (await this.all()).filter((c) => c.models.has(model));
+    if (listing.length === 0) return { kind: 'unknown' };
+    const enabled = listing.filter((c) => c.status === CHANNEL_STATUS.enabled);
+    if (enabled.length === 0) return { kind: 'no-channel' };
+    const priced = enabled.filter((c) => c.price !== null);
+    if (priced.length === 0) return { kind: 'no-price' };
+    return { kind: 'ok', price: Math.max(...priced.map((c) => c.price!)), channels: priced };
+  }
+
+  /** Models that an enabled, priced channel serves. */
+  async servedModels(): Promise<string[]> {
+    const out = new Set<string>();
+    for (const c of await this.all()) if (c.status === CHANNEL_STATUS.enabled && c.price !== null) for (const m of c.models) out.add(m);
+    return [...out].sort();
+  }
+}

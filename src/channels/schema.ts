@@ -1,0 +1,111 @@
+// Channels (one-api's upstream model): request bodies, the stored row, and the public view with the key as a hint only.
+import { z } from 'zod';
+import { httpUrl } from '../validate.js';
+
+export const CHANNEL_STATUS = { enabled: 1, disabled: 2, autoDisabled: 3 } as const;
+export const DEFAULT_OPENAI_BASE_URL = 'https://api.openai.com';
+
+const baseUrl = httpUrl(500).transform((v) => v.replace(/\/+$/, ''));
+
+const modelList = z
+  .union([z.string().max(10_000), z.array(z.string().min(1).max(200)).max(1000)], { error: 'must be a comma-separated string or an array of model names' })
+  .transform((v, ctx) => {
+    const list = [...new Set((Array.isArray(v) ? v : v.split(',')).map((s) => s.trim()).filter(Boolean))];
+    if (list.length === 0) {
+      ctx.addIssue({ code: 'custom', message: 'must name at least one model' });
+      return z.NEVER;
+    }
+    return list.join(',');
+  });
+
+const mapping = z
+  .union([z.string().max(20_000), z.record(z.string(), z.string())], { error: 'must be an object of model name to upstream model name' })
+  .transform((v, ctx) => {
+    let obj: unknown = v;
+    if (typeof v === 'string') {
+      try {
+        obj = v.trim() === '' ? {} : JSON.parse(v);
+      } catch {
+        ctx.addIssue({ code: 'custom', message: 'must be a JSON object of model name to upstream model name' });
+        return z.NEVER;
+      }
+    }
+    if (typeof obj !== 'object' || obj === null || Array.isArray(obj) || Object.values(obj).some((x) => typeof x !== 'string' || x === '')) {
+      ctx.addIssue({ code: 'custom', message: 'must be an object of model name to upstream model name' });
+      return z.NEVER;
+    }
+    return JSON.stringify(obj);
+  });
+
+/** one-api numbers channel types; 1 is OpenAI. Only OpenAI-compatible upstreams are supported. */
+const channelType = z.union([z.literal('openai'), z.literal(1)], { error: 'must be "openai" (only OpenAI-compatible upstreams are supported)' }).transform(() => 'openai' as const);
+const price = z.number({ error: 'must be a number (quota per 1K tokens) or null' }).min(0, 'must not be negative').max(1e12).nullable();
+
+export const createChannelBody = z.object({
+  type: channelType.default('openai'),
+  name: z.string({ error: 'must be a string' }).trim().min(1, 'must be 1-100 characters').max(100, 'must be 1-100 characters'),
+  base_url: z.union([baseUrl, z.literal('').transform(() => DEFAULT_OPENAI_BASE_URL)]).default(DEFAULT_OPENAI_BASE_URL),
+  key: z.string({ error: 'is required' }).trim().min(1, 'is required').max(1000),
+  models: modelList,
+  model_mapping: mapping.default('{}'),
+  priority: z.number({ error: 'must be an integer' }).int('must be an integer').min(-100_000).max(100_000).default(0),
+  weight: z.number({ error: 'must be an integer' }).int('must be an integer').min(0, 'must be 0 or more').max(100_000).default(1),
+  price: price.default(null),
+  status: z.union([z.literal(1), z.literal(2)], { error: 'must be 1 (enabled) or 2 (disabled)' }).default(1),
+});
+
+export const updateChannelBody = z.object({
+  id: z.number({ error: 'must be the channel id' }).int().positive(),
+  type: channelType.optional(),
+  name: z.string().trim().min(1, 'must be 1-100 characters').max(100, 'must be 1-100 characters').optional(),
+  base_url: z.union([baseUrl, z.literal('').transform(() => DEFAULT_OPENAI_BASE_URL)]).optional(),
+  // An empty key in an update means "keep the stored key" (the UI never sees it).
+  key: z.string().trim().max(1000).optional(),
+  models: modelList.optional(),
+  model_mapping: mapping.optional(),
+  priority: z.number().int('must be an integer').min(-100_000).max(100_000).optional(),
+  weight: z.number().int('must be an integer').min(0, 'must be 0 or more').max(100_000).optional(),
+  price: price.optional(),
+  status: z.union([z.literal(1), z.literal(2)], { error: 'must be 1 (enabled) or 2 (disabled)' }).optional(),
+});
+
+export interface ChannelRow {
+  id: number;
+  type: string;
+  name: string;
+  base_url: string;
+  key_enc: string;
+  key_hint: string;
+  models: string;
+  model_mapping: string;
+  priority: number;
+  weight: number;
+  price: number | null;
+  status: number;
+  status_reason: string | null;
+  used_quota: number;
+  created_time: number;
+  updated_time: number;
+}
+
+/** A channel as the API shows it: the key only as a hint, never again in full. */
+export function publicChannel(c: ChannelRow) {
+  return {
+    id: c.id,
+    type: c.type,
+    name: c.name,
+    base_url: c.base_url,
+    key: c.key_hint,
+    models: c.models,
+    model_mapping: JSON.parse(c.model_mapping) as Record<string, string>,
+    priority: c.priority,
+    weight: c.weight,
+    price: c.price,
+    status: c.status,
+    status_reason: c.status_reason,
+    used_quota: c.used_quota,
+    created_time: c.created_time,
+    updated_time: c.updated_time,
+  };
+}
+

@@ -1,0 +1,62 @@
+// Channel queries: create, change, list, auto-disable, usage. Keys are stored encrypted.
+import type { z } from 'zod';
+import { escapeLike, type Db } from '../db.js';
+import type { Secrets } from '../secrets.js';
+import { CHANNEL_STATUS, type ChannelRow, type createChannelBody, type updateChannelBody } from './schema.js';
+
+const keyHint = (key: string) => (key.length <= 8 ? '*'.repeat(key.length) : `${key.slice(0, 3)}${'*'.repeat(8)}${key.slice(-4)}`);
+const nowSeconds = () => Math.floor(Date.now() / 1000);
+
+export async function createChannel(db: Db, secrets: Secrets, input: z.output<typeof createChannelBody>): Promise<ChannelRow> {
+  const { key, ...rest } = input;
+  const now = nowSeconds();
+  const [row] = await db<ChannelRow>('channels')
+    .insert({ ...rest, key_enc: secrets.encrypt(key), key_hint: keyHint(key), created_time: now, updated_time: now })
+    .returning('*');
+  return row!;
+}
+
+export async function updateChannel(db: Db, secrets: Secrets, input: z.output<typeof updateChannelBody>): Promise<ChannelRow | undefined> {
+  const { id, key, ...rest } = input;
+  const patch: Record<string, unknown> = { updated_time: nowSeconds() };
+  for (const [k, v] of Object.entries(rest)) if (v !== undefined) patch[k] = v;
+  if (key) {
+    patch.key_enc = secrets.encrypt(key);
+    patch.key_hint = keyHint(key);
+  }
+  // A new key or an explicit enable clears an automatic disable and its reason.
+  if (key || rest.status === CHANNEL_STATUS.enabled) {
+    patch.status_reason = null;
+    if (!rest.status) patch.status = CHANNEL_STATUS.enabled;
+  }
+  const [row] = await db<ChannelRow>('channels').where({ id }).update(patch).returning('*');
+  return row;
+}
+
+export const getChannel = (db: Db, id: number) => db<ChannelRow>('channels').where({ id }).first();
+
+export async function deleteChannel(db: Db, id: number): Promise<boolean> {
+  return (await db('channels').where({ id }).delete().returning('id')).length > 0;
+}
+
+export async function listChannels(db: Db, opts: { offset: number; limit: number; keyword?: string }) {
+  const base = db<ChannelRow>('channels');
+  if (opts.keyword) {
+    const like = `%${escapeLike(opts.keyword)}%`;
+    base.where((q) => q.whereILike('name', like).orWhereILike('models', like));
+  }
+  const [rows, [{ count } = { count: 0 }]] = await Promise.all([
+    base.clone().orderBy('id', 'asc').offset(opts.offset).limit(opts.limit),
+    base.clone().count<{ count: number | string }[]>({ count: '*' }),
+  ]);
+  return { rows: rows as ChannelRow[], total: Number(count) };
+}
+
+export async function autoDisableChannel(db: Db, id: number, reason: string): Promise<void> {
+  await db('channels').where({ id, status: CHANNEL_STATUS.enabled }).update({ status: CHANNEL_STATUS.autoDisabled, status_reason: reason.slice(0, 1000), updated_time: nowSeconds() });
+}
+
+export async function addChannelUsage(db: Db, id: number, quota: number): Promise<void> {
+  if (quota > 0) await db('channels').where({ id }).increment('used_quota', quota);
+}
+
