@@ -27,6 +27,11 @@ export class TtlCache<V> {
     this.map.delete(key);
   }
 
+  /** Drops every entry whose value matches. */
+  deleteWhere(match: (value: V) => boolean): void {
+    for (const [key, e] of this.map) if (match(e.value)) this.map.delete(key);
+  }
+
   clear(): void {
     this.map.clear();
   }

@@ -1,6 +1,5 @@
 // Prometheus metrics: HTTP latency by route, queue depth by state, job durations and failures, process stats.
 import http from 'node:http';
-import { Router } from '@koa/router';
 import client from 'prom-client';
 import type { Queue } from 'bullmq';
 import { withTimeout } from './redis.js';
@@ -76,15 +75,6 @@ export function observeHttp(method: string, route: string, status: number, secon
   let child = httpChildren.get(key);
   if (!child) httpChildren.set(key, (child = httpDuration.labels({ method, route, status: String(status) })));
   child.observe(seconds);
-}
-
-export function metricsRouter(): Router {
-  const router = new Router();
-  router.get('/metrics', async (ctx) => {
-    ctx.type = registry.contentType;
-    ctx.body = await registry.metrics();
-  });
-  return router;
 }
 
 /** A bare /metrics endpoint for worker processes (METRICS_PORT), which have no API to hang it on. */

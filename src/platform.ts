@@ -1,15 +1,11 @@
-// What every process shares: config, logger, database, Redis, secrets and the job client; built and closed here.
+// What every process shares: config, logger, database, Redis, secrets, the job client and the authenticator; built and closed here.
 import type { Config } from './config.js';
 import { createDb, migrateLatest, type Db } from './db.js';
 import type { Logger } from './log.js';
 import { createRedis, checkEvictionPolicy, type Redis } from './redis.js';
-import { createSecrets, loadSecretKey, randomAlnum, type Secrets } from './secrets.js';
+import { createSecrets, loadSecretKey, type Secrets } from './secrets.js';
 import { JobClient } from './jobs/client.js';
-import { TtlCache } from './cache.js';
-import { FailureLimiter } from './http/ratelimit.js';
-import { ensureRootUser, rootExists } from './accounts/store.js';
-import { hashPassword } from './accounts/passwords.js';
-import type { AuthUser } from './http/auth.js';
+import { Authenticator } from './accounts/auth.js';
 import { ChannelDirectory } from './channels/directory.js';
 import { UsageRecorder } from './accounts/usage.js';
 import { watchQueues } from './metrics.js';
@@ -22,12 +18,9 @@ export interface Platform {
   redis: Redis;
   secrets: Secrets;
   jobs: JobClient;
-  /** Credential lookups, kept for AUTH_CACHE_MS. */
-  authCache: TtlCache<unknown>;
-  /** Verified HTTP Basic pairs (Bull Board), kept for a minute. */
-  basicCache: TtlCache<AuthUser>;
-  loginLimiter: FailureLimiter;
-  /** Upstream channels of area A, re-read every 2 s. */
+  /** Who is calling: credential lookups (cached), the password check behind the login limiter, sessions. */
+  auth: Authenticator;
+  /** Upstream embeddings channels, re-read every 2 s. */
   channels: ChannelDirectory;
   /** Request counters for free calls, written once a second. */
   usage: UsageRecorder;
@@ -47,12 +40,13 @@ export async function createPlatform(config: Config, log: Logger, opts: Platform
   const secrets = createSecrets(loadSecretKey(config, log));
   const redis = createRedis(config.REDIS_URL, 'producer', 'api');
   const db = await createDb(config, log);
+  const auth = new Authenticator(config, db, redis);
   try {
     await redis.connect();
     await checkEvictionPolicy(redis, log);
     const applied = await migrateLatest(db);
     if (applied.length) log.info({ migrations: applied }, 'applied database migrations');
-    if (opts.bootstrapRoot) await bootstrapRoot(db, config, log);
+    if (opts.bootstrapRoot) await auth.bootstrapRoot(log);
   } catch (err) {
     redis.disconnect();
     await db.destroy().catch(() => {});
@@ -68,9 +62,7 @@ export async function createPlatform(config: Config, log: Logger, opts: Platform
     redis,
     secrets,
     jobs,
-    authCache: new TtlCache(config.AUTH_CACHE_MS),
-    basicCache: new TtlCache(60_000, 1_000),
-    loginLimiter: new FailureLimiter(redis, `${config.QUEUE_PREFIX}:login-failures`, config.LOGIN_WINDOW_SECONDS),
+    auth,
     keyPrefix: config.QUEUE_PREFIX,
     channels: new ChannelDirectory(db),
     usage: new UsageRecorder(db, log),
@@ -83,15 +75,4 @@ export async function createPlatform(config: Config, log: Logger, opts: Platform
     },
   };
   return platform;
-}
-
-async function bootstrapRoot(db: Db, config: Config, log: Logger) {
-  // Most starts find root already there: no password hashing for them.
-  if (await rootExists(db)) return;
-  const password = config.ROOT_PASSWORD ?? randomAlnum(20);
-  const created = await ensureRootUser(db, await hashPassword(password));
-  if (!created) return;
-  if (config.ROOT_PASSWORD) log.info('created user "root" (role 100) with the password from ROOT_PASSWORD');
-  // Shown once: no default password exists, and this one is not stored anywhere but as a hash.
-  else log.warn({ username: 'root', initialPassword: password }, `created user "root" (role 100); its generated password is ${password} — change it, it is not shown again`);
 }

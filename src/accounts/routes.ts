@@ -1,14 +1,14 @@
-// HTTP routes of area B: login/sessions, users, API tokens, redemption codes (one-api paths and envelope).
-import crypto from 'node:crypto';
+// HTTP routes of accounts: login/sessions, users, API tokens, redemption codes (one-api paths and envelope).
 import { Router } from '@koa/router';
 import type { Context } from 'koa';
 import type { Platform } from '../platform.js';
-import { authorize, clientIp, forgetApiKeys, loginLimits, SESSION_COOKIE, type Principal } from '../http/auth.js';
+import type { Principal } from './auth.js';
+import { attemptOf, authorize, SESSION_COOKIE } from '../http/auth.js';
 import { envelope, envelopeList } from '../http/envelope.js';
-import { badRequest, forbidden, notFound, tooManyRequests, unauthorized } from '../errors.js';
+import { badRequest, forbidden, notFound } from '../errors.js';
 import { parse } from '../validate.js';
 import { randomAlnum, randomHex, sha256Hex } from '../secrets.js';
-import { burnVerification, hashPassword, verifyPassword } from './passwords.js';
+import { hashPassword, verifyPassword } from './passwords.js';
 import * as schema from './schema.js';
 import { ROLE, USER_STATUS } from './schema.js';
 import * as store from './store.js';
@@ -24,30 +24,14 @@ export function accountsRouter(p: Platform): Router {
 
   router.post('/api/user/login', async (ctx) => {
     const { username, password } = parse(schema.loginBody, ctx.request.body ?? {});
-    const limiterKeys = loginLimits(ctx, p, username);
-    const wait = await p.loginLimiter.retryAfter(limiterKeys);
-    if (wait > 0) throw tooManyRequests(`Too many failed logins; try again in ${wait} s`, wait);
-    const row = await store.findUserByUsername(p.db, username);
-    const ok = row ? await verifyPassword(row.password_hash, password) : (await burnVerification(password), false);
-    if (!row || !ok) {
-      await p.loginLimiter.fail(limiterKeys);
-      throw unauthorized('Invalid username or password', { code: 'invalid_credentials' });
-    }
-    if (row.status !== USER_STATUS.enabled) throw forbidden('User is disabled', { code: 'user_disabled' });
-    await p.loginLimiter.reset(`user:${username.toLowerCase()}`);
-    const sid = crypto.randomBytes(32).toString('base64url');
-    const expiresAt = new Date(Date.now() + p.config.SESSION_TTL_HOURS * 3_600_000);
-    await store.createSession(p.db, { idHash: sha256Hex(sid), userId: row.id, expiresAt, ip: clientIp(ctx), userAgent: ctx.get('user-agent') });
+    const { user: row, sid, expiresAt } = await p.auth.login(username, password, attemptOf(ctx));
     ctx.cookies.set(SESSION_COOKIE, sid, { httpOnly: true, sameSite: 'lax', signed: true, secure: ctx.secure, expires: expiresAt, overwrite: true });
     envelope(ctx, store.publicUser(row));
   });
 
   router.get('/api/user/logout', async (ctx) => {
     const principal = await authorize(ctx, p).catch(() => null);
-    if (principal?.sessionHash) {
-      await store.deleteSession(p.db, principal.sessionHash);
-      p.authCache.delete(`session:${principal.sessionHash}`);
-    }
+    if (principal?.sessionHash) await p.auth.logout(principal.sessionHash);
     ctx.cookies.set(SESSION_COOKIE, null, { signed: true });
     envelope(ctx);
   });
@@ -83,7 +67,7 @@ export function accountsRouter(p: Platform): Router {
     const { user: me } = await user(ctx);
     const token = randomAlnum(32);
     await store.setAccessTokenHash(p.db, me.id, sha256Hex(token));
-    p.authCache.clear();
+    p.auth.forgetUser(me.id);
     envelope(ctx, token);
   });
 
@@ -151,10 +135,10 @@ export function accountsRouter(p: Platform): Router {
     const updated = await p.db.transaction(async (trx) => {
       const row = await store.updateUser(trx, userId, patch);
       // A new password or a disabled account ends the user's sessions.
-      if (patch.password_hash || patch.status === USER_STATUS.disabled) await trx('sessions').where({ user_id: userId }).delete();
+      if (patch.password_hash || patch.status === USER_STATUS.disabled) await store.deleteUserSessions(trx, userId);
       return row;
     });
-    p.authCache.clear();
+    p.auth.forgetUser(userId);
     envelope(ctx, store.publicUser(updated!));
   };
   router.put('/api/user/', (ctx) => updateUser(ctx, undefined));
@@ -166,7 +150,7 @@ export function accountsRouter(p: Platform): Router {
     if (target.id === principal.user.id) throw forbidden('You cannot delete yourself', { code: 'self_delete' });
     if (target.role >= principal.user.role) throw forbidden('Cannot delete a user whose role is equal to or above your own', { code: 'role_too_high' });
     await store.deleteUser(p.db, target.id);
-    p.authCache.clear();
+    p.auth.forgetUser(target.id);
     envelope(ctx);
   });
 
@@ -227,7 +211,7 @@ export function accountsRouter(p: Platform): Router {
       if (isExhausted(next)) throw badRequest('This token has no quota left; raise remain_quota or set unlimited_quota before enabling it', { code: 'token_exhausted' });
     }
     const row = await store.updateToken(p.db, me.id, body.id, patch);
-    forgetApiKeys(p);
+    p.auth.forgetUser(me.id);
     envelope(ctx, publicToken(row!));
   };
   router.put('/api/token/', (ctx) => updateToken(ctx, undefined));
@@ -238,7 +222,7 @@ export function accountsRouter(p: Platform): Router {
     const row = await store.getToken(p.db, me.id, id(ctx));
     if (!row) throw notFound('Token not found');
     await store.deleteToken(p.db, me.id, row.id);
-    forgetApiKeys(p);
+    p.auth.forgetUser(me.id);
     envelope(ctx);
   });
 

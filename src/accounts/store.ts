@@ -124,6 +124,9 @@ export const findSessionUser = (db: Db, idHash: string) =>
 
 export const deleteSession = (db: Db, idHash: string) => db('sessions').where({ id_hash: idHash }).delete();
 
+/** Ends every session of a user. */
+export const deleteUserSessions = (db: Db, userId: number) => db('sessions').where({ user_id: userId }).delete();
+
 // ---------------------------------------------------------------------------------------------
 // tokens
 

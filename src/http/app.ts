@@ -13,7 +13,7 @@ import { contentRouter } from '../content/routes.js';
 import { channelsRouter } from '../channels/routes.js';
 import { embeddingsRouter } from '../embeddings/routes.js';
 import { mailRouter } from '../mail/routes.js';
-import { observeHttp, metricsRouter } from '../metrics.js';
+import { observeHttp } from '../metrics.js';
 import { docsRouter } from './openapi.js';
 import { jobsRouter } from './jobs.js';
 import { boardMiddleware } from './board.js';
@@ -40,7 +40,7 @@ export function createApp(p: Platform): Koa {
 /** Every area's routes (also read by the test that holds /openapi.json to them). */
 export function buildRouters(p: Platform): Router[] {
   // The embeddings routes come first: they are the busiest.
-  return [embeddingsRouter(p), healthRouter(p), metricsRouter(), docsRouter(), accountsRouter(p), channelsRouter(p), jobsRouter(p), contentRouter(p), mailRouter(p)];
+  return [embeddingsRouter(p), healthRouter(p), docsRouter(), accountsRouter(p), channelsRouter(p), jobsRouter(p), contentRouter(p), mailRouter(p)];
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;

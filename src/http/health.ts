@@ -1,6 +1,7 @@
-// Liveness (/healthz) and readiness (/readyz: Postgres and Redis answer) probes.
+// Liveness (/healthz), readiness (/readyz: Postgres and Redis answer) and Prometheus metrics (/metrics).
 import { Router } from '@koa/router';
 import type { Platform } from '../platform.js';
+import { registry } from '../metrics.js';
 import { redisReady, withTimeout } from '../redis.js';
 
 export function healthRouter(p: Platform): Router {
@@ -16,6 +17,10 @@ export function healthRouter(p: Platform): Router {
     const ready = postgres === 'ok' && redis === 'ok';
     ctx.status = ready ? 200 : 503;
     ctx.body = { status: ready ? 'ready' : 'unavailable', checks: { postgres, redis } };
+  });
+  router.get('/metrics', async (ctx) => {
+    ctx.type = registry.contentType;
+    ctx.body = await registry.metrics();
   });
   return router;
 }

@@ -7,7 +7,8 @@ import type { JobEvent } from '../jobs/client.js';
 import type { JobName, PayloadOf, ResultOf } from '../jobs/registry.js';
 import type { JobEnvelope } from '../jobs/wire.js';
 import { ROLE } from '../accounts/schema.js';
-import { authorize, type Principal } from './auth.js';
+import type { Principal } from '../accounts/auth.js';
+import { authorize } from './auth.js';
 import { AppError, badRequest, notFound } from '../errors.js';
 import { queueNames, type QueueName } from '../config.js';
 

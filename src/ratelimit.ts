@@ -1,5 +1,5 @@
 // Counting failures per key in fixed windows (login throttling), in Redis with an in-process fallback.
-import type { Redis } from '../redis.js';
+import type { Redis } from './redis.js';
 
 export interface LimitedKey {
   key: string;

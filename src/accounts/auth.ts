@@ -1,0 +1,172 @@
+// The one authenticator: finds users by credential (cached briefly), checks passwords behind the login limiter,
+// makes and ends sessions, forgets a user's cached credentials, and creates root on first start.
+import crypto from 'node:crypto';
+import { TtlCache } from '../cache.js';
+import type { Config } from '../config.js';
+import type { Db } from '../db.js';
+import { tooManyRequests, unauthorized, forbidden } from '../errors.js';
+import type { Logger } from '../log.js';
+import { FailureLimiter, type LimitedKey } from '../ratelimit.js';
+import type { Redis } from '../redis.js';
+import { randomAlnum, sha256Hex } from '../secrets.js';
+import { burnVerification, hashPassword, verifyPassword } from './passwords.js';
+import { USER_STATUS, type UserRow } from './schema.js';
+import * as store from './store.js';
+import { isApiKey } from './tokens.js';
+
+export interface AuthUser {
+  id: number;
+  username: string;
+  role: number;
+  status: number;
+}
+
+export interface Principal {
+  user: AuthUser;
+  via: 'session' | 'access_token' | 'api_key' | 'basic';
+  /** The API key's row, when authenticated by one. */
+  token?: store.TokenWithUser;
+  /** SHA-256 of the session id, when authenticated by a session cookie. */
+  sessionHash?: string;
+}
+
+/** Who attempts a password check: the limiter counts per client address and per username. */
+export interface Attempt {
+  ip: string;
+  userAgent?: string;
+}
+
+type Cached = { userId: number; user: AuthUser; token?: store.TokenWithUser };
+
+const toAuthUser = (u: Pick<UserRow, 'id' | 'username' | 'role' | 'status'>): AuthUser => ({ id: u.id, username: u.username, role: u.role, status: u.status });
+
+export class Authenticator {
+  /** Credential lookups (API keys, access tokens, sessions), kept for AUTH_CACHE_MS. */
+  private readonly lookups: TtlCache<Cached>;
+  /** Verified HTTP Basic pairs (Bull Board): browsers resend them on every request. */
+  private readonly basicPairs = new TtlCache<Cached>(60_000, 1_000);
+  private readonly limiter: FailureLimiter;
+
+  constructor(
+    private readonly config: Config,
+    private readonly db: Db,
+    redis: Redis,
+  ) {
+    this.lookups = new TtlCache(config.AUTH_CACHE_MS);
+    this.limiter = new FailureLimiter(redis, `${config.QUEUE_PREFIX}:login-failures`, config.LOGIN_WINDOW_SECONDS);
+  }
+
+  /** An sk- key's row with its user; undefined when no such key exists. Cached under the key itself: a hit costs no hashing. */
+  async apiKey(key: string): Promise<store.TokenWithUser | undefined> {
+    if (!isApiKey(key)) return undefined;
+    const cacheKey = `key:${key}`;
+    const cached = this.lookups.get(cacheKey);
+    if (cached) return cached.token;
+    const row = await store.findTokenByKeyHash(this.db, sha256Hex(key));
+    if (row) this.lookups.set(cacheKey, { userId: row.user_id, user: { id: row.user_id, username: row.username, role: row.user_role, status: row.user_status }, token: row });
+    return row;
+  }
+
+  /** The user of a system access token; undefined when none has it. */
+  async accessToken(token: string): Promise<AuthUser | undefined> {
+    const cacheKey = `access:${token}`;
+    const cached = this.lookups.get(cacheKey);
+    if (cached) return cached.user;
+    const row = await store.findUserByAccessTokenHash(this.db, sha256Hex(token));
+    if (!row) return undefined;
+    const user = toAuthUser(row);
+    this.lookups.set(cacheKey, { userId: user.id, user });
+    return user;
+  }
+
+  /** The user of a live session; undefined when it expired or was ended. */
+  async session(sid: string): Promise<{ user: AuthUser; sessionHash: string } | undefined> {
+    const sessionHash = sha256Hex(sid);
+    const cacheKey = `session:${sessionHash}`;
+    const cached = this.lookups.get(cacheKey);
+    if (cached) return { user: cached.user, sessionHash };
+    const row = await store.findSessionUser(this.db, sessionHash);
+    if (!row) return undefined;
+    const user = toAuthUser(row);
+    this.lookups.set(cacheKey, { userId: user.id, user });
+    return { user, sessionHash };
+  }
+
+  /**
+   * The one password check, for the login form and HTTP Basic alike: 429 while the address or the
+   * username is over its failure limit, the same argon2 time for unknown users, and a failure
+   * counted for each wrong pair. Returns the user; says nothing about their status.
+   */
+  async checkPassword(username: string, password: string, attempt: Attempt): Promise<UserRow> {
+    const keys = this.limits(username, attempt);
+    const wait = await this.limiter.retryAfter(keys);
+    if (wait > 0) throw tooManyRequests(`Too many failed logins; try again in ${wait} s`, wait);
+    const row = username ? await store.findUserByUsername(this.db, username) : undefined;
+    const ok = row ? await verifyPassword(row.password_hash, password) : (await burnVerification(password), false);
+    if (!row || !ok) {
+      await this.limiter.fail(keys);
+      throw unauthorized('Invalid username or password', { code: 'invalid_credentials' });
+    }
+    return row;
+  }
+
+  /** HTTP Basic credentials (Bull Board). A good pair is remembered for a minute, not its hash cost. */
+  async basic(username: string, password: string, attempt: Attempt): Promise<AuthUser> {
+    const cacheKey = `basic:${sha256Hex(`${username}\u0000${password}`)}`;
+    const cached = this.basicPairs.get(cacheKey);
+    if (cached) return cached.user;
+    const user = toAuthUser(await this.checkPassword(username, password, attempt));
+    this.basicPairs.set(cacheKey, { userId: user.id, user });
+    return user;
+  }
+
+  /** Checks the password and opens a session: the session id goes in the cookie, only its hash is stored. */
+  async login(username: string, password: string, attempt: Attempt): Promise<{ user: UserRow; sid: string; expiresAt: Date }> {
+    const row = await this.checkPassword(username, password, attempt);
+    if (row.status !== USER_STATUS.enabled) throw forbidden('User is disabled', { code: 'user_disabled' });
+    await this.limiter.reset(this.usernameKey(username));
+    const sid = crypto.randomBytes(32).toString('base64url');
+    const expiresAt = new Date(Date.now() + this.config.SESSION_TTL_HOURS * 3_600_000);
+    await store.createSession(this.db, { idHash: sha256Hex(sid), userId: row.id, expiresAt, ip: attempt.ip, userAgent: attempt.userAgent });
+    return { user: row, sid, expiresAt };
+  }
+
+  async logout(sessionHash: string): Promise<void> {
+    await store.deleteSession(this.db, sessionHash);
+    this.lookups.delete(`session:${sessionHash}`);
+  }
+
+  /**
+   * A user's credentials or standing changed (password, status, role, tokens, deletion): this
+   * process forgets everything it cached for them at once; other processes within AUTH_CACHE_MS.
+   */
+  forgetUser(userId: number): void {
+    const theirs = (c: Cached) => c.userId === userId;
+    this.lookups.deleteWhere(theirs);
+    this.basicPairs.deleteWhere(theirs);
+  }
+
+  /** Creates root on first start: ROOT_PASSWORD, or a random password printed once. */
+  async bootstrapRoot(log: Logger): Promise<void> {
+    // Most starts find root already there: no password hashing for them.
+    if (await store.rootExists(this.db)) return;
+    const password = this.config.ROOT_PASSWORD ?? randomAlnum(20);
+    const created = await store.ensureRootUser(this.db, await hashPassword(password));
+    if (!created) return;
+    if (this.config.ROOT_PASSWORD) log.info('created user "root" (role 100) with the password from ROOT_PASSWORD');
+    // Shown once: no default password exists, and this one is not stored anywhere but as a hash.
+    else log.warn({ username: 'root', initialPassword: password }, `created user "root" (role 100); its generated password is ${password} — change it, it is not shown again`);
+  }
+
+  private usernameKey(username: string): string {
+    return `user:${username.toLowerCase()}`;
+  }
+
+  /** Failed-login counters: one per client address, one per username. */
+  private limits(username: string, attempt: Attempt): LimitedKey[] {
+    return [
+      { key: `ip:${attempt.ip}`, max: this.config.LOGIN_MAX_FAILURES_PER_IP },
+      { key: this.usernameKey(username), max: this.config.LOGIN_MAX_FAILURES },
+    ];
+  }
+}
