@@ -11,8 +11,10 @@ export function parse<S extends z.ZodType>(schema: S, input: unknown, opts?: App
   const result = schema.safeParse(input);
   if (result.success) return result.data;
   const issue = result.error.issues[0]!;
-  const param = issue.path.length ? issue.path.map(String).join('.') : null;
-  throw badRequest(describeIssue(issue), { param, ...opts });
+  const param = issue.path.length ? issue.path.map(String).join('.') : (opts?.param ?? null);
+  // A scalar (a path parameter) has no path of its own: name it by the param it came from.
+  const message = !issue.path.length && param ? `${param}: ${issue.message}` : describeIssue(issue);
+  throw badRequest(message, { ...opts, param });
 }
 
 /** A string that is an absolute http(s) URL of at most `max` characters. */

@@ -140,6 +140,14 @@ describe('accounts', () => {
     expect((await me.delete(`/api/mail/accounts/${email}`)).body).toEqual({ success: true });
     expect((await me.post('/api/mail-new', { email })).status).toBe(404);
   });
+
+  it('refuses a path that is not an email address (a NUL in it included) with 400 naming email', async () => {
+    for (const bad of ['%00%01', 'not-an-address', `a%00b@example.com`]) {
+      const res = await me.delete(`/api/mail/accounts/${bad}`);
+      expect(res.status, bad).toBe(400);
+      expect(res.body.error, bad).toMatch(/^email: /);
+    }
+  });
 });
 
 describe('reading mail', () => {

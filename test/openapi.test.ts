@@ -55,6 +55,12 @@ describe('/docs', () => {
       expect((await asset.arrayBuffer()).byteLength).toBeGreaterThan(10);
     }
     expect((await t.anon.get('/docs/assets/../../package.json')).status).toBe(404);
+    // Names every object has (its prototype's) are not assets.
+    for (const name of ['constructor', '__proto__', 'toString', 'hasOwnProperty']) {
+      const res = await t.anon.get(`/docs/assets/${name}`);
+      expect(res.status, name).toBe(404);
+      expect(res.headers.get('content-type'), name).toMatch(/json/);
+    }
   });
 });
 

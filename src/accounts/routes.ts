@@ -1,10 +1,11 @@
 // HTTP routes of accounts: login/sessions, users, API tokens, redemption codes (one-api paths and envelope).
-import { Router } from '@koa/router';
 import type { Context } from 'koa';
+import { z } from 'zod';
 import type { Platform } from '../platform.js';
 import type { Principal } from './auth.js';
 import { attemptOf, authorize, SESSION_COOKIE } from '../http/auth.js';
 import { envelope, envelopeList } from '../http/envelope.js';
+import { ApiRouter, envelopeOf, ok } from '../http/route.js';
 import { badRequest, forbidden, notFound } from '../errors.js';
 import { parse } from '../validate.js';
 import { randomAlnum, randomHex, sha256Hex } from '../secrets.js';
@@ -14,22 +15,35 @@ import { ROLE, USER_STATUS } from './schema.js';
 import * as store from './store.js';
 import { generateApiKey, isExhausted, isExpired, nowSeconds, publicToken } from './tokens.js';
 
-export function accountsRouter(p: Platform): Router {
-  const router = new Router();
+export function accountsRouter(p: Platform): ApiRouter {
+  const router = new ApiRouter('Users');
+  const oneUser = ok('envelope with the user', envelopeOf(schema.userView));
+  const oneToken = ok('envelope with the token (key masked)', envelopeOf(schema.tokenView));
+  const oneCode = ok('envelope with the code', envelopeOf(schema.redemptionView));
+  const TOKENS = 'Tokens';
+  const CODES = 'Redemption codes';
   const admin = async (ctx: Context) => authorize(ctx, p, ROLE.admin);
   const user = async (ctx: Context) => authorize(ctx, p, ROLE.common);
   const id = (ctx: Context) => parse(schema.idParam, ctx.params.id, { param: 'id' });
 
   // ---- sessions ------------------------------------------------------------------------------
 
-  router.post('/api/user/login', async (ctx) => {
+  const login = {
+    method: 'post',
+    path: '/api/user/login',
+    summary: 'Log in: sets the sy_session cookie',
+    auth: 'none',
+    body: schema.loginBody,
+    responses: { 200: oneUser, 401: 'wrong username or password', 403: 'user disabled', 429: 'too many failed logins (Retry-After)' },
+  } as const;
+  router.endpoint(login, async (ctx) => {
     const { username, password } = parse(schema.loginBody, ctx.request.body ?? {});
     const { user: row, sid, expiresAt } = await p.auth.login(username, password, attemptOf(ctx));
     ctx.cookies.set(SESSION_COOKIE, sid, { httpOnly: true, sameSite: 'lax', signed: true, secure: ctx.secure, expires: expiresAt, overwrite: true });
     envelope(ctx, store.publicUser(row));
   });
 
-  router.get('/api/user/logout', async (ctx) => {
+  router.endpoint({ method: 'get', path: '/api/user/logout', summary: 'End the session', auth: 'none', responses: { 200: 'envelope' } }, async (ctx) => {
     const principal = await authorize(ctx, p).catch(() => null);
     if (principal?.sessionHash) await p.auth.logout(principal.sessionHash);
     ctx.cookies.set(SESSION_COOKIE, null, { signed: true });
@@ -38,14 +52,15 @@ export function accountsRouter(p: Platform): Router {
 
   // ---- the caller ----------------------------------------------------------------------------
 
-  router.get('/api/user/self', async (ctx) => {
+  router.endpoint({ method: 'get', path: '/api/user/self', summary: 'The caller', auth: 'user', responses: { 200: oneUser } }, async (ctx) => {
     const { user: me } = await user(ctx);
     const row = await store.getUser(p.db, me.id);
     if (!row) throw notFound('User not found');
     envelope(ctx, store.publicUser(row));
   });
 
-  router.put('/api/user/self', async (ctx) => {
+  const updateSelf = { method: 'put', path: '/api/user/self', summary: 'Change own display name, email or password', auth: 'user', body: schema.updateSelfBody, responses: { 200: oneUser } } as const;
+  router.endpoint(updateSelf, async (ctx) => {
     const principal = await user(ctx);
     const body = parse(schema.updateSelfBody, ctx.request.body ?? {});
     const row = (await store.getUser(p.db, principal.user.id))!;
@@ -63,7 +78,8 @@ export function accountsRouter(p: Platform): Router {
   });
 
   /** Makes (and rotates) the caller's system access token for scripts; shown only here. */
-  router.get('/api/user/token', async (ctx) => {
+  const accessToken = { method: 'get', path: '/api/user/token', summary: 'Make (rotate) the system access token', auth: 'user', responses: { 200: ok('envelope with the token', envelopeOf(z.string())) } } as const;
+  router.endpoint(accessToken, async (ctx) => {
     const { user: me } = await user(ctx);
     const token = randomAlnum(32);
     await store.setAccessTokenHash(p.db, me.id, sha256Hex(token));
@@ -71,7 +87,16 @@ export function accountsRouter(p: Platform): Router {
     envelope(ctx, token);
   });
 
-  router.post('/api/user/topup', async (ctx) => {
+  const topup = {
+    method: 'post',
+    path: '/api/user/topup',
+    tag: CODES,
+    summary: 'Credit a redemption code to the caller',
+    auth: 'user',
+    body: schema.topupBody,
+    responses: { 200: ok('envelope with the quota credited', envelopeOf(z.number())), 400: 'used, disabled or unknown code' },
+  } as const;
+  router.endpoint(topup, async (ctx) => {
     const { user: me } = await user(ctx);
     const { key } = parse(schema.topupBody, ctx.request.body ?? {});
     const outcome = await store.redeemCode(p.db, key, me.id);
@@ -88,8 +113,9 @@ export function accountsRouter(p: Platform): Router {
 
   // ---- users (admin) -------------------------------------------------------------------------
 
-  router.get('/api/user/', listUsers);
-  router.get('/api/user/search', listUsers);
+  const users = ok('envelope with users; X-Total-Count', envelopeOf(z.array(schema.userView)));
+  router.endpoint({ method: 'get', path: '/api/user/', summary: 'List users', auth: 'admin', query: schema.pageQuery, responses: { 200: users } }, listUsers);
+  router.endpoint({ method: 'get', path: '/api/user/search', summary: 'Search users', auth: 'admin', query: schema.pageQuery, responses: { 200: users } }, listUsers);
   async function listUsers(ctx: Context) {
     await admin(ctx);
     const q = parse(schema.pageQuery, ctx.query);
@@ -97,7 +123,15 @@ export function accountsRouter(p: Platform): Router {
     envelopeList(ctx, rows.map(store.publicUser), total);
   }
 
-  router.post('/api/user/', async (ctx) => {
+  const createUser = {
+    method: 'post',
+    path: '/api/user/',
+    summary: 'Create a user (role below your own)',
+    auth: 'admin',
+    body: schema.createUserBody,
+    responses: { 201: oneUser, 400: 'invalid', 403: 'role too high', 409: 'username taken' },
+  } as const;
+  router.endpoint(createUser, async (ctx) => {
     const principal = await admin(ctx);
     const body = parse(schema.createUserBody, ctx.request.body ?? {});
     if (body.role >= principal.user.role) {
@@ -107,7 +141,7 @@ export function accountsRouter(p: Platform): Router {
     envelope(ctx, store.publicUser(row), 201);
   });
 
-  router.get('/api/user/:id', async (ctx) => {
+  router.endpoint({ method: 'get', path: '/api/user/:id', summary: 'One user', auth: 'admin', responses: { 200: oneUser, 404: 'unknown' } }, async (ctx) => {
     const principal = await admin(ctx);
     const target = await visibleUser(principal, id(ctx));
     envelope(ctx, store.publicUser(target));
@@ -141,10 +175,15 @@ export function accountsRouter(p: Platform): Router {
     p.auth.forgetUser(userId);
     envelope(ctx, store.publicUser(updated!));
   };
-  router.put('/api/user/', (ctx) => updateUser(ctx, undefined));
-  router.put('/api/user/:id', (ctx) => updateUser(ctx, id(ctx)));
+  router.endpoint({ method: 'put', path: '/api/user/', summary: 'Change a user (id in the body)', auth: 'admin', body: schema.updateUserBody, responses: { 200: oneUser } }, (ctx) =>
+    updateUser(ctx, undefined),
+  );
+  router.endpoint(
+    { method: 'put', path: '/api/user/:id', summary: 'Change a user', auth: 'admin', body: schema.updateUserBody, responses: { 200: oneUser, 403: 'role too high' } },
+    (ctx) => updateUser(ctx, id(ctx)),
+  );
 
-  router.delete('/api/user/:id', async (ctx) => {
+  router.endpoint({ method: 'delete', path: '/api/user/:id', summary: 'Delete a user', auth: 'admin', responses: { 200: 'envelope', 404: 'unknown' } }, async (ctx) => {
     const principal = await admin(ctx);
     const target = await visibleUser(principal, id(ctx));
     if (target.id === principal.user.id) throw forbidden('You cannot delete yourself', { code: 'self_delete' });
@@ -165,8 +204,10 @@ export function accountsRouter(p: Platform): Router {
 
   // ---- API tokens (owner only) ---------------------------------------------------------------
 
-  router.get('/api/token/', listTokens);
-  router.get('/api/token/search', listTokens);
+  const tokens = ok('envelope with tokens (keys masked); X-Total-Count', envelopeOf(z.array(schema.tokenView)));
+  router.endpoint({ method: 'get', path: '/api/token/', tag: TOKENS, summary: "The caller's API keys (masked)", auth: 'user', query: schema.pageQuery, responses: { 200: tokens } }, listTokens);
+  const searchTokens = { method: 'get', path: '/api/token/search', tag: TOKENS, summary: "Search the caller's API keys by name", auth: 'user', query: schema.pageQuery, responses: { 200: tokens } } as const;
+  router.endpoint(searchTokens, listTokens);
   async function listTokens(ctx: Context) {
     const { user: me } = await user(ctx);
     const q = parse(schema.pageQuery, ctx.query);
@@ -174,7 +215,16 @@ export function accountsRouter(p: Platform): Router {
     envelopeList(ctx, rows.map((t) => publicToken(t)), total);
   }
 
-  router.post('/api/token/', async (ctx) => {
+  const createToken = {
+    method: 'post',
+    path: '/api/token/',
+    tag: TOKENS,
+    summary: 'Create an API key: the whole sk- key is in this answer only',
+    auth: 'user',
+    body: schema.createTokenBody,
+    responses: { 201: ok('envelope with the token and its whole key', envelopeOf(schema.tokenView)), 400: 'invalid' },
+  } as const;
+  router.endpoint(createToken, async (ctx) => {
     const { user: me } = await user(ctx);
     const body = parse(schema.createTokenBody, ctx.request.body ?? {});
     if (body.expired_time !== -1 && body.expired_time <= nowSeconds()) {
@@ -186,7 +236,8 @@ export function accountsRouter(p: Platform): Router {
     envelope(ctx, publicToken(row, key), 201);
   });
 
-  router.get('/api/token/:id', async (ctx) => {
+  const oneTokenSpec = { method: 'get', path: '/api/token/:id', tag: TOKENS, summary: 'One API key (masked)', auth: 'user', responses: { 200: oneToken, 404: 'unknown or not yours' } } as const;
+  router.endpoint(oneTokenSpec, async (ctx) => {
     const { user: me } = await user(ctx);
     const row = await store.getToken(p.db, me.id, id(ctx));
     if (!row) throw notFound('Token not found');
@@ -214,10 +265,23 @@ export function accountsRouter(p: Platform): Router {
     p.auth.forgetUser(me.id);
     envelope(ctx, publicToken(row!));
   };
-  router.put('/api/token/', (ctx) => updateToken(ctx, undefined));
-  router.put('/api/token/:id', (ctx) => updateToken(ctx, id(ctx)));
+  const updateTokenSpec = {
+    method: 'put',
+    path: '/api/token/',
+    tag: TOKENS,
+    summary: 'Change an API key (id in the body; ?status_only=1 changes only status)',
+    auth: 'user',
+    body: schema.updateTokenBody,
+    responses: { 200: oneToken, 400: 'cannot enable while expired or exhausted' },
+  } as const;
+  router.endpoint(updateTokenSpec, (ctx) => updateToken(ctx, undefined));
+  router.endpoint(
+    { method: 'put', path: '/api/token/:id', tag: TOKENS, summary: 'Change an API key', auth: 'user', body: schema.updateTokenBody.partial({ id: true }), responses: { 200: oneToken } },
+    (ctx) => updateToken(ctx, id(ctx)),
+  );
 
-  router.delete('/api/token/:id', async (ctx) => {
+  const deleteTokenSpec = { method: 'delete', path: '/api/token/:id', tag: TOKENS, summary: 'Delete an API key', auth: 'user', responses: { 200: 'envelope', 404: 'unknown or not yours' } } as const;
+  router.endpoint(deleteTokenSpec, async (ctx) => {
     const { user: me } = await user(ctx);
     const row = await store.getToken(p.db, me.id, id(ctx));
     if (!row) throw notFound('Token not found');
@@ -228,8 +292,10 @@ export function accountsRouter(p: Platform): Router {
 
   // ---- redemption codes (admin) --------------------------------------------------------------
 
-  router.get('/api/redemption/', listRedemptions);
-  router.get('/api/redemption/search', listRedemptions);
+  const codes = ok('envelope with codes; X-Total-Count', envelopeOf(z.array(schema.redemptionView)));
+  router.endpoint({ method: 'get', path: '/api/redemption/', tag: CODES, summary: 'List redemption codes', auth: 'admin', query: schema.pageQuery, responses: { 200: codes } }, listRedemptions);
+  const searchCodes = { method: 'get', path: '/api/redemption/search', tag: CODES, summary: 'Search codes by name or id', auth: 'admin', query: schema.pageQuery, responses: { 200: codes } } as const;
+  router.endpoint(searchCodes, listRedemptions);
   async function listRedemptions(ctx: Context) {
     await admin(ctx);
     const q = parse(schema.pageQuery, ctx.query);
@@ -237,7 +303,16 @@ export function accountsRouter(p: Platform): Router {
     envelopeList(ctx, rows, total);
   }
 
-  router.post('/api/redemption/', async (ctx) => {
+  const createCodes = {
+    method: 'post',
+    path: '/api/redemption/',
+    tag: CODES,
+    summary: 'Create 1-100 codes',
+    auth: 'admin',
+    body: schema.createRedemptionBody,
+    responses: { 201: ok('envelope with the codes', envelopeOf(z.array(z.string()))) },
+  } as const;
+  router.endpoint(createCodes, async (ctx) => {
     const principal = await admin(ctx);
     const body = parse(schema.createRedemptionBody, ctx.request.body ?? {});
     const keys = Array.from({ length: body.count }, () => randomHex(16));
@@ -245,14 +320,23 @@ export function accountsRouter(p: Platform): Router {
     envelope(ctx, rows.map((r) => r.key), 201);
   });
 
-  router.get('/api/redemption/:id', async (ctx) => {
+  router.endpoint({ method: 'get', path: '/api/redemption/:id', tag: CODES, summary: 'One code', auth: 'admin', responses: { 200: oneCode, 404: 'unknown' } }, async (ctx) => {
     await admin(ctx);
     const row = await store.getRedemption(p.db, id(ctx));
     if (!row) throw notFound('Redemption code not found');
     envelope(ctx, row);
   });
 
-  router.put('/api/redemption/', async (ctx) => {
+  const updateCode = {
+    method: 'put',
+    path: '/api/redemption/',
+    tag: CODES,
+    summary: 'Rename, re-price, enable or disable a code',
+    auth: 'admin',
+    body: schema.updateRedemptionBody,
+    responses: { 200: oneCode },
+  } as const;
+  router.endpoint(updateCode, async (ctx) => {
     await admin(ctx);
     const body = parse(schema.updateRedemptionBody, ctx.request.body ?? {});
     const current = await store.getRedemption(p.db, body.id);
@@ -265,7 +349,7 @@ export function accountsRouter(p: Platform): Router {
     envelope(ctx, row);
   });
 
-  router.delete('/api/redemption/:id', async (ctx) => {
+  router.endpoint({ method: 'delete', path: '/api/redemption/:id', tag: CODES, summary: 'Delete a code', auth: 'admin', responses: { 200: 'envelope', 404: 'unknown' } }, async (ctx) => {
     await admin(ctx);
     const deleted = await store.deleteRedemption(p.db, id(ctx));
     if (!deleted) throw notFound('Redemption code not found');

@@ -193,3 +193,51 @@ export interface RedemptionRow {
   redeemed_time: number;
   used_user_id: number | null;
 }
+
+// ---- what the API shows (response schemas; /openapi.json reads them too) --------------------------
+
+/** A user as the API shows it: never the password hash or access token. */
+export const userView = z.object({
+  id: z.number(),
+  username: z.string(),
+  display_name: z.string(),
+  role: z.number(),
+  status: z.number(),
+  email: z.string(),
+  quota: z.number(),
+  used_quota: z.number(),
+  request_count: z.number(),
+  group: z.string(),
+  created_at: z.string(),
+});
+export type UserView = z.infer<typeof userView>;
+
+/** An API key as the API shows it: `key` is the masked hint, or the whole key in the answer that creates it. */
+export const tokenView = z.object({
+  id: z.number(),
+  user_id: z.number(),
+  key: z.string(),
+  name: z.string(),
+  status: z.number(),
+  created_time: z.number(),
+  accessed_time: z.number(),
+  expired_time: z.number(),
+  remain_quota: z.number(),
+  unlimited_quota: z.boolean(),
+  used_quota: z.number(),
+  models: z.string(),
+  subnet: z.string(),
+});
+export type TokenView = z.infer<typeof tokenView>;
+
+export const redemptionView = z.object({
+  id: z.number(),
+  user_id: z.number().nullable(),
+  key: z.string(),
+  name: z.string(),
+  quota: z.number(),
+  status: z.number(),
+  created_time: z.number(),
+  redeemed_time: z.number(),
+  used_user_id: z.number().nullable(),
+});

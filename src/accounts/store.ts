@@ -1,7 +1,7 @@
-// Knex queries of area B: users, sessions, API tokens, redemption codes.
+// Knex queries of accounts: users, sessions, API tokens, redemption codes, quota.
 import { escapeLike, type Db } from '../db.js';
 import { conflict } from '../errors.js';
-import type { CreateTokenInput, CreateUserInput, RedemptionRow, TokenRow, UpdateTokenInput, UserRow } from './schema.js';
+import type { CreateTokenInput, CreateUserInput, RedemptionRow, TokenRow, UpdateTokenInput, UserRow, UserView } from './schema.js';
 import { REDEMPTION_STATUS, ROLE } from './schema.js';
 
 const nowSeconds = () => Math.floor(Date.now() / 1000);
@@ -9,7 +9,7 @@ const nowSeconds = () => Math.floor(Date.now() / 1000);
 const isUniqueViolation = (err: unknown) => (err as { code?: string })?.code === '23505';
 
 /** A user as the API shows it: never the password hash or access token. */
-export function publicUser(u: UserRow) {
+export function publicUser(u: UserRow): UserView {
   return {
     id: u.id,
     username: u.username,
@@ -24,7 +24,6 @@ export function publicUser(u: UserRow) {
     created_at: u.created_at instanceof Date ? u.created_at.toISOString() : u.created_at,
   };
 }
-export type PublicUser = ReturnType<typeof publicUser>;
 
 // ---------------------------------------------------------------------------------------------
 // users

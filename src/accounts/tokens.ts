@@ -1,7 +1,7 @@
 // API key rules: generation, masking, effective status (expired/exhausted) and subnet checks.
 import net from 'node:net';
 import { randomAlnum, sha256Hex } from '../secrets.js';
-import type { TokenRow } from './schema.js';
+import type { TokenRow, TokenView } from './schema.js';
 import { TOKEN_STATUS, parseCidr } from './schema.js';
 
 /** `sk-` + 48 letters and digits; only its SHA-256 is stored. */
@@ -28,7 +28,7 @@ export function effectiveStatus(t: Pick<TokenRow, 'status' | 'expired_time' | 'u
   return TOKEN_STATUS.enabled;
 }
 
-export function publicToken(t: TokenRow, fullKey?: string) {
+export function publicToken(t: TokenRow, fullKey?: string): TokenView {
   return {
     id: t.id,
     user_id: t.user_id,

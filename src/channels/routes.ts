@@ -1,17 +1,19 @@
 // HTTP routes of channels (admins): one-api's /api/channel/ paths and envelope; keys never shown again.
-import { Router } from '@koa/router';
 import type { Context } from 'koa';
 import type { Platform } from '../platform.js';
 import { authorize } from '../http/auth.js';
 import { envelope, envelopeList } from '../http/envelope.js';
+import { ApiRouter, envelopeOf, ok } from '../http/route.js';
 import { notFound } from '../errors.js';
 import { parse } from '../validate.js';
 import { idParam, pageQuery, ROLE } from '../accounts/schema.js';
-import { createChannelBody, publicChannel, updateChannelBody } from './schema.js';
+import { z } from 'zod';
+import { channelView, createChannelBody, publicChannel, updateChannelBody } from './schema.js';
 import * as store from './store.js';
 
-export function channelsRouter(p: Platform): Router {
-  const router = new Router();
+export function channelsRouter(p: Platform): ApiRouter {
+  const router = new ApiRouter('Channels');
+  const one = ok('envelope with the channel (key as a hint)', envelopeOf(channelView));
   const admin = (ctx: Context) => authorize(ctx, p, ROLE.admin);
 
   async function list(ctx: Context) {
@@ -20,10 +22,19 @@ export function channelsRouter(p: Platform): Router {
     const { rows, total } = await store.listChannels(p.db, { offset: q.p * q.page_size, limit: q.page_size, keyword: q.keyword });
     envelopeList(ctx, rows.map(publicChannel), total);
   }
-  router.get('/api/channel/', list);
-  router.get('/api/channel/search', list);
+  const listed = ok('envelope with channels (keys as hints); X-Total-Count', envelopeOf(z.array(channelView)));
+  router.endpoint({ method: 'get', path: '/api/channel/', summary: 'List upstream channels', auth: 'admin', query: pageQuery, responses: { 200: listed } }, list);
+  router.endpoint({ method: 'get', path: '/api/channel/search', summary: 'Search channels by name or model', auth: 'admin', query: pageQuery, responses: { 200: listed } }, list);
 
-  router.post('/api/channel/', async (ctx) => {
+  const create = {
+    method: 'post',
+    path: '/api/channel/',
+    summary: 'Add an upstream channel (key encrypted, never shown again)',
+    auth: 'admin',
+    body: createChannelBody,
+    responses: { 201: one, 400: ok('invalid', envelopeOf()) },
+  } as const;
+  router.endpoint(create, async (ctx) => {
     await admin(ctx);
     const body = parse(createChannelBody, ctx.request.body ?? {});
     const row = await store.createChannel(p.db, p.secrets, body);
@@ -31,7 +42,7 @@ export function channelsRouter(p: Platform): Router {
     envelope(ctx, publicChannel(row), 201);
   });
 
-  router.get('/api/channel/:id', async (ctx) => {
+  router.endpoint({ method: 'get', path: '/api/channel/:id', summary: 'One channel', auth: 'admin', responses: { 200: one, 404: 'unknown' } }, async (ctx) => {
     await admin(ctx);
     const row = await store.getChannel(p.db, parse(idParam, ctx.params.id, { param: 'id' }));
     if (!row) throw notFound('Channel not found');
@@ -47,10 +58,15 @@ export function channelsRouter(p: Platform): Router {
     p.channels.invalidate();
     envelope(ctx, publicChannel(row));
   };
-  router.put('/api/channel/', (ctx) => update(ctx, undefined));
-  router.put('/api/channel/:id', (ctx) => update(ctx, parse(idParam, ctx.params.id, { param: 'id' })));
+  router.endpoint({ method: 'put', path: '/api/channel/', summary: 'Change a channel (id in the body)', auth: 'admin', body: updateChannelBody, responses: { 200: one } }, (ctx) =>
+    update(ctx, undefined),
+  );
+  router.endpoint(
+    { method: 'put', path: '/api/channel/:id', summary: 'Change a channel', auth: 'admin', body: updateChannelBody.partial({ id: true }), responses: { 200: one } },
+    (ctx) => update(ctx, parse(idParam, ctx.params.id, { param: 'id' })),
+  );
 
-  router.delete('/api/channel/:id', async (ctx) => {
+  router.endpoint({ method: 'delete', path: '/api/channel/:id', summary: 'Delete a channel', auth: 'admin', responses: { 200: 'envelope', 404: 'unknown' } }, async (ctx) => {
     await admin(ctx);
     if (!(await store.deleteChannel(p.db, parse(idParam, ctx.params.id, { param: 'id' })))) throw notFound('Channel not found');
     p.channels.invalidate();

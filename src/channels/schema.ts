@@ -89,7 +89,25 @@ export interface ChannelRow {
 }
 
 /** A channel as the API shows it: the key only as a hint, never again in full. */
-export function publicChannel(c: ChannelRow) {
+export const channelView = z.object({
+  id: z.number(),
+  type: z.string(),
+  name: z.string(),
+  base_url: z.string(),
+  key: z.string().describe('a hint: the first 3 and last 4 characters'),
+  models: z.string(),
+  model_mapping: z.record(z.string(), z.string()),
+  priority: z.number(),
+  weight: z.number(),
+  price: z.number().nullable(),
+  status: z.number().describe('1 enabled, 2 disabled, 3 disabled automatically (status_reason says why)'),
+  status_reason: z.string().nullable(),
+  used_quota: z.number(),
+  created_time: z.number(),
+  updated_time: z.number(),
+});
+
+export function publicChannel(c: ChannelRow): z.infer<typeof channelView> {
   return {
     id: c.id,
     type: c.type,

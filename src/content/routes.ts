@@ -1,10 +1,11 @@
-// HTTP routes of area C: items, batches (as jobs), listing with keyset cursors, stats. Errors are {error}.
-import { Router } from '@koa/router';
+// HTTP routes of content: items, batches (as jobs), listing with keyset cursors, stats. Errors are {error}.
 import type { Context } from 'koa';
+import { z } from 'zod';
 import type { Platform } from '../platform.js';
 import { authorize } from '../http/auth.js';
 import { AppError, badRequest, notFound, toAppError } from '../errors.js';
 import { runJobForRequest } from '../http/jobs.js';
+import { ApiRouter, ok, plainError } from '../http/route.js';
 import * as s from './schema.js';
 import * as store from './store.js';
 
@@ -20,11 +21,19 @@ async function failingWith<T>(ctx: Context, message: string, fn: () => Promise<T
   }
 }
 
-export function contentRouter(p: Platform): Router {
-  const router = new Router();
+export function contentRouter(p: Platform): ApiRouter {
+  const router = new ApiRouter('Content');
   const auth = (ctx: Context) => authorize(ctx, p);
 
-  router.post('/api/content', async (ctx) => {
+  const create = {
+    method: 'post',
+    path: '/api/content',
+    summary: 'Store an item (an existing url is updated in place)',
+    auth: 'user',
+    body: s.contentItemBody,
+    responses: { 201: ok('created', s.itemView), 200: ok('updated', s.itemView), 400: ok('missing fields, score out of range, or a field named', plainError), 500: ok('Failed to create content', plainError) },
+  } as const;
+  router.endpoint(create, async (ctx) => {
     await auth(ctx);
     const check = s.checkItem(ctx.request.body);
     if (!check.ok) throw badRequest(check.error);
@@ -33,7 +42,16 @@ export function contentRouter(p: Platform): Router {
     ctx.body = s.publicItem(row!);
   });
 
-  router.post('/api/content/batch', async (ctx) => {
+  const batch = {
+    method: 'post',
+    path: '/api/content/batch',
+    summary: `Store 1-${s.MAX_BATCH} items in one job`,
+    auth: 'user',
+    body: z.array(s.contentItemBody).min(1).max(s.MAX_BATCH),
+    job: true,
+    responses: { 200: ok('per-entry outcome', s.batchResultView), 400: ok(`not an array, empty, or over ${s.MAX_BATCH}`, plainError) },
+  } as const;
+  router.endpoint(batch, async (ctx) => {
     const principal = await auth(ctx);
     const body = ctx.request.body;
     if (!Array.isArray(body)) throw badRequest(s.BATCH_NOT_ARRAY);
@@ -43,7 +61,15 @@ export function contentRouter(p: Platform): Router {
     if (result) ctx.body = result;
   });
 
-  router.get('/api/content', async (ctx) => {
+  const list = {
+    method: 'get',
+    path: '/api/content',
+    summary: 'List items (bare array; Link rel=next; X-Total-Count)',
+    auth: 'user',
+    query: s.listQuery,
+    responses: { 200: ok('items', z.array(s.itemView)), 400: ok('invalid parameter', plainError) },
+  } as const;
+  router.endpoint(list, async (ctx) => {
     await auth(ctx);
     const parsed = s.parseListQuery(ctx.query);
     if (!parsed.ok) throw badRequest(parsed.error);
@@ -62,7 +88,8 @@ export function contentRouter(p: Platform): Router {
     ctx.body = rows.map(s.publicItem);
   });
 
-  router.get('/api/content/:id', async (ctx) => {
+  const one = { method: 'get', path: '/api/content/:id', summary: 'One item', auth: 'user', responses: { 200: ok('the item', s.itemView), 404: ok('Content not found', plainError) } } as const;
+  router.endpoint(one, async (ctx) => {
     await auth(ctx);
     const id = String(ctx.params.id);
     const row = s.UUID_RE.test(id) ? await failingWith(ctx, 'Failed to fetch content', () => store.getItem(p.db, id)) : undefined;
@@ -70,7 +97,14 @@ export function contentRouter(p: Platform): Router {
     ctx.body = s.publicItem(row);
   });
 
-  router.delete('/api/content/:id', async (ctx) => {
+  const remove = {
+    method: 'delete',
+    path: '/api/content/:id',
+    summary: 'Delete an item',
+    auth: 'user',
+    responses: { 200: ok('{success:true}', z.object({ success: z.literal(true) })), 404: ok('Content not found', plainError) },
+  } as const;
+  router.endpoint(remove, async (ctx) => {
     await auth(ctx);
     const id = String(ctx.params.id);
     const deleted = s.UUID_RE.test(id) && (await failingWith(ctx, 'Failed to delete content', () => store.deleteItem(p.db, id)));
@@ -78,7 +112,8 @@ export function contentRouter(p: Platform): Router {
     ctx.body = { success: true };
   });
 
-  router.get('/api/stats', async (ctx) => {
+  const stats = { method: 'get', path: '/api/stats', summary: 'Counts by source', auth: 'user', responses: { 200: ok('totals', s.statsView) } } as const;
+  router.endpoint(stats, async (ctx) => {
     await auth(ctx);
     ctx.body = await failingWith(ctx, 'Failed to fetch stats', () => store.getStats(p.db));
   });

@@ -137,7 +137,23 @@ export interface ContentRow {
   updated_at: Date;
 }
 
-export function publicItem(r: ContentRow) {
+/** An item as the API shows it (content-analyzer's field names). */
+export const itemView = z.object({
+  id: z.string(),
+  source: z.string(),
+  url: z.string(),
+  title: z.string().nullable(),
+  summary: z.string(),
+  content: z.string(),
+  score: z.number(),
+  analyzedBy: z.string().nullable(),
+  analyzedAt: z.string(),
+  createdAt: z.string(),
+  updatedAt: z.string(),
+});
+export type ContentItem = z.infer<typeof itemView>;
+
+export function publicItem(r: ContentRow): ContentItem {
   return {
     id: r.id,
     source: r.source,
@@ -152,14 +168,17 @@ export function publicItem(r: ContentRow) {
     updatedAt: new Date(r.updated_at).toISOString(),
   };
 }
-export type ContentItem = ReturnType<typeof publicItem>;
 
 export const batchPayload = z.object({ items: z.array(z.unknown()).min(1).max(MAX_BATCH) });
 
-export interface BatchResult {
-  success: number;
-  failed: number;
-  total: number;
-  errors: { index: number; url: string; error: string }[];
-  created: { index: number; id: string; url: string }[];
-}
+/** A batch's outcome, entry by entry. */
+export const batchResultView = z.object({
+  success: z.number(),
+  failed: z.number(),
+  total: z.number(),
+  errors: z.array(z.object({ index: z.number(), url: z.string(), error: z.string() })),
+  created: z.array(z.object({ index: z.number(), id: z.string(), url: z.string() })),
+});
+export type BatchResult = z.infer<typeof batchResultView>;
+
+export const statsView = z.object({ total: z.number(), bySource: z.record(z.string(), z.number()) });

@@ -1,20 +1,20 @@
-// HTTP routes of area A: OpenAI's embeddings and models endpoints, with OpenAI's error shape.
-import { Router } from '@koa/router';
+// HTTP routes of embeddings: OpenAI's embeddings and models endpoints, with OpenAI's error shape.
 import type { Context } from 'koa';
 import type { Platform } from '../platform.js';
 import { authorizeApiKey } from '../http/auth.js';
+import { ApiRouter, ok, openaiError } from '../http/route.js';
 import { AppError, badRequest, forbidden, notFound } from '../errors.js';
 import { refundQuota, reserveQuota, settleQuota } from '../accounts/store.js';
 import { modelAllowed } from '../accounts/tokens.js';
 import { EmbeddingsCoalescer } from './coalescer.js';
 import { costOf, LOCAL_MODELS, resolveModel } from './models.js';
-import { base64ToFloats, MAX_INPUT_TOKENS, MAX_REQUEST_TOKENS, parseEmbeddingsRequest } from './schema.js';
+import { base64ToFloats, embeddingsBody, embeddingsResponseView, MAX_INPUT_TOKENS, MAX_REQUEST_TOKENS, parseEmbeddingsRequest } from './schema.js';
 import { countWithin } from './tokenizer.js';
 
 const CREATED = 1_767_225_600; // 2026-01-01, the "created" of the built-in models
 
-export function embeddingsRouter(p: Platform): Router {
-  const router = new Router();
+export function embeddingsRouter(p: Platform): ApiRouter {
+  const router = new ApiRouter('Embeddings');
   const coalescer = new EmbeddingsCoalescer(p);
 
   async function embeddings(ctx: Context) {
@@ -73,8 +73,34 @@ export function embeddingsRouter(p: Platform): Router {
     ctx.body = responseJson(req.model, outcome.vectors, req.encodingFormat === 'base64', promptTokens);
   }
 
-  router.post('/v1/embeddings', embeddings);
-  router.post('/v1/engines/:model/embeddings', embeddings);
+  const create = {
+    method: 'post',
+    path: '/v1/embeddings',
+    summary: 'Create embeddings (OpenAI compatible)',
+    auth: 'apiKey',
+    body: embeddingsBody,
+    responses: {
+      200: ok('vectors, one per input, in order', embeddingsResponseView),
+      400: ok('invalid request', openaiError),
+      401: 'missing, unknown, disabled, expired or exhausted key',
+      403: 'model not allowed, address not allowed, user disabled, or quota short',
+      404: 'unknown model',
+      429: 'every channel rate limited',
+      502: 'upstream failure',
+      503: 'no enabled channel',
+      504: 'timed out',
+    },
+  } as const;
+  router.endpoint(create, embeddings);
+  const engines = {
+    method: 'post',
+    path: '/v1/engines/:model/embeddings',
+    summary: 'Create embeddings; the path model is the fallback for the body model',
+    auth: 'apiKey',
+    body: embeddingsBody,
+    responses: { 200: ok('as /v1/embeddings', embeddingsResponseView), 400: ok('invalid request', openaiError) },
+  } as const;
+  router.endpoint(engines, embeddings);
 
   const modelObject = (id: string, ownedBy: string) => ({ id, object: 'model', created: CREATED, owned_by: ownedBy });
 
@@ -86,11 +112,12 @@ export function embeddingsRouter(p: Platform): Router {
     );
   }
 
-  router.get('/v1/models', async (ctx) => {
+  router.endpoint({ method: 'get', path: '/v1/models', summary: 'Models this key may use', auth: 'apiKey', responses: { 200: 'OpenAI model list' } }, async (ctx) => {
     ctx.body = { object: 'list', data: await visibleModels(ctx) };
   });
 
-  router.get('/v1/models/:model', async (ctx) => {
+  const model = { method: 'get', path: '/v1/models/:model', summary: 'One model', auth: 'apiKey', responses: { 200: 'OpenAI model object', 404: ok('unknown or not allowed', openaiError) } } as const;
+  router.endpoint(model, async (ctx) => {
     const found = (await visibleModels(ctx)).find((m) => m.id === ctx.params.model);
     if (!found) throw notFound(`The model '${ctx.params.model}' does not exist or you do not have access to it.`, { code: 'model_not_found', param: 'model' });
     ctx.body = found;

@@ -1,4 +1,4 @@
-// Area A's request rules (OpenAI's embeddings API) and the embeddings.create job's payload and result.
+// The embeddings area's request rules (OpenAI's embeddings API) and the embeddings.create job's payload and result.
 import { z } from 'zod';
 import { badRequest, type AppError } from '../errors.js';
 
@@ -23,6 +23,14 @@ export const embeddingsBody = z.object({
   encoding_format: z.enum(['float', 'base64']).default('float').describe('base64: little-endian float32, as OpenAI'),
   dimensions: z.number().int().min(1).nullish().describe('Vector size (local-hash-v1: 1-3072, default 384)'),
   user: z.string().max(1000).optional(),
+});
+
+/** OpenAI's answer: one vector per input, in input order (base64 strings with encoding_format base64). */
+export const embeddingsResponseView = z.object({
+  object: z.literal('list'),
+  data: z.array(z.object({ object: z.literal('embedding'), index: z.number(), embedding: z.union([z.array(z.number()), z.string()]) })),
+  model: z.string(),
+  usage: z.object({ prompt_tokens: z.number(), total_tokens: z.number() }),
 });
 
 const invalid = (message: string, param: string | null, code: string | null = null) =>

@@ -16,7 +16,8 @@ import { mailRouter } from '../mail/routes.js';
 import { observeHttp } from '../metrics.js';
 import { docsRouter } from './openapi.js';
 import { jobsRouter } from './jobs.js';
-import { boardMiddleware } from './board.js';
+import { boardEndpoint, boardMiddleware } from './board.js';
+import type { ApiRouter, Endpoint } from './route.js';
 
 export function createApp(p: Platform): Koa {
   const app = new Koa({ proxy: p.config.TRUST_PROXY, keys: p.secrets.cookieKeys });
@@ -37,11 +38,16 @@ export function createApp(p: Platform): Koa {
   return app;
 }
 
-/** Every area's routes (also read by the test that holds /openapi.json to them). */
-export function buildRouters(p: Platform): Router[] {
+/** Every area's routes, each with its endpoints' descriptions (the test that holds /openapi.json to the routes reads them). */
+export function buildRouters(p: Platform): ApiRouter[] {
   // The embeddings routes come first: they are the busiest.
-  return [embeddingsRouter(p), healthRouter(p), docsRouter(), accountsRouter(p), channelsRouter(p), jobsRouter(p), contentRouter(p), mailRouter(p)];
+  const areas = [embeddingsRouter(p), healthRouter(p), accountsRouter(p), channelsRouter(p), jobsRouter(p), contentRouter(p), mailRouter(p)];
+  const docs = docsRouter(() => [...areas, docs].flatMap((r) => r.endpoints).concat(boardEndpoint));
+  return [...areas, docs];
 }
+
+/** Every documented endpoint (the fuzz test walks them). */
+export const documentedEndpoints = (p: Platform): Endpoint[] => buildRouters(p).flatMap((r) => r.endpoints).concat(boardEndpoint);
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 

@@ -3,9 +3,20 @@ import type { Middleware } from 'koa';
 import type { Platform } from '../platform.js';
 import { ROLE } from '../accounts/schema.js';
 import { authorize } from './auth.js';
+import type { Endpoint } from './route.js';
 import { AppError } from '../errors.js';
 
 export const BOARD_PATH = '/admin/queues';
+
+/** The board is a sub-app, not a router: its description is declared here. */
+export const boardEndpoint: Endpoint = {
+  method: 'get',
+  path: BOARD_PATH,
+  tag: 'Operations',
+  summary: 'Bull Board (admins: session cookie or HTTP Basic)',
+  auth: 'adminBasic',
+  responses: { 200: 'HTML', 401: 'Basic challenge', 403: 'not an admin' },
+};
 
 /**
  * The board behind its guard, in one middleware that other paths pass straight through: nobody

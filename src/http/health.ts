@@ -1,15 +1,16 @@
 // Liveness (/healthz), readiness (/readyz: Postgres and Redis answer) and Prometheus metrics (/metrics).
-import { Router } from '@koa/router';
 import type { Platform } from '../platform.js';
+import { ApiRouter } from './route.js';
 import { registry } from '../metrics.js';
 import { redisReady, withTimeout } from '../redis.js';
 
-export function healthRouter(p: Platform): Router {
-  const router = new Router();
-  router.get('/healthz', (ctx) => {
+export function healthRouter(p: Platform): ApiRouter {
+  const router = new ApiRouter('Operations');
+  router.endpoint({ method: 'get', path: '/healthz', summary: 'The process is up', auth: 'none', responses: { 200: 'ok' } }, (ctx) => {
     ctx.body = { status: 'ok' };
   });
-  router.get('/readyz', async (ctx) => {
+  const readyz = { method: 'get', path: '/readyz', summary: 'Postgres and Redis answer', auth: 'none', responses: { 200: 'ready', 503: 'a dependency is unavailable (which one is in checks)' } } as const;
+  router.endpoint(readyz, async (ctx) => {
     const [postgres, redis] = await Promise.all([
       withTimeout(p.db.raw('select 1'), 1_500).then(() => 'ok', (err: Error) => `unavailable: ${err.message}`),
       redisReady(p.redis).then((ok) => (ok ? 'ok' : 'unavailable')),
@@ -18,7 +19,7 @@ export function healthRouter(p: Platform): Router {
     ctx.status = ready ? 200 : 503;
     ctx.body = { status: ready ? 'ready' : 'unavailable', checks: { postgres, redis } };
   });
-  router.get('/metrics', async (ctx) => {
+  router.endpoint({ method: 'get', path: '/metrics', summary: 'Prometheus metrics', auth: 'none', responses: { 200: 'text exposition format' } }, async (ctx) => {
     ctx.type = registry.contentType;
     ctx.body = await registry.metrics();
   });

@@ -1,15 +1,16 @@
 // The jobs API (status, server-sent events) and the one helper job-backed endpoints answer through.
 import { PassThrough } from 'node:stream';
-import { Router } from '@koa/router';
 import type { Context } from 'koa';
 import type { Platform } from '../platform.js';
-import type { JobEvent } from '../jobs/client.js';
+import { jobStates, jobView, type JobEvent } from '../jobs/client.js';
 import type { JobName, PayloadOf, ResultOf } from '../jobs/registry.js';
 import type { JobEnvelope } from '../jobs/wire.js';
 import { ROLE } from '../accounts/schema.js';
 import type { Principal } from '../accounts/auth.js';
 import { authorize } from './auth.js';
+import { ApiRouter, ok, plainError } from './route.js';
 import { AppError, badRequest, notFound } from '../errors.js';
+import { z } from 'zod';
 import { queueNames, type QueueName } from '../config.js';
 
 /** `Prefer: respond-async` (RFC 7240) asks for 202 at once instead of waiting. */
@@ -49,8 +50,8 @@ export async function runJobForRequest<N extends JobName>(
   return undefined;
 }
 
-export function jobsRouter(p: Platform): Router {
-  const router = new Router();
+export function jobsRouter(p: Platform): ApiRouter {
+  const router = new ApiRouter('Jobs');
 
   /** The job, if the caller may see it: its submitter or an admin. Anyone else: 404. */
   async function visibleJob(ctx: Context) {
@@ -63,7 +64,14 @@ export function jobsRouter(p: Platform): Router {
   }
 
   /** Admins: a no-op job through a queue, answered with who ran it and how long the round trip took. */
-  router.post('/api/jobs/ping', async (ctx) => {
+  const ping = {
+    method: 'post',
+    path: '/api/jobs/ping',
+    summary: 'Admins: run a no-op job through a queue (?queue=content|embeddings|mail); answers the worker and the round trip',
+    auth: 'admin',
+    responses: { 200: ok('who ran it', z.object({ queue: z.string(), worker: z.string(), roundTripMs: z.number() })), 504: 'no worker consumes that queue' },
+  } as const;
+  router.endpoint(ping, async (ctx) => {
     const principal = await authorize(ctx, p, ROLE.admin);
     const queue = String(ctx.query.queue ?? 'content');
     if (!(queueNames as readonly string[]).includes(queue)) throw badRequest(`queue: must be one of ${queueNames.join(', ')}`, { param: 'queue' });
@@ -73,11 +81,13 @@ export function jobsRouter(p: Platform): Router {
     ctx.body = { queue, worker: outcome.result.worker, roundTripMs: Math.round((performance.now() - started) * 100) / 100 };
   });
 
-  router.get('/api/jobs/:id', async (ctx) => {
+  const one = { method: 'get', path: '/api/jobs/:id', summary: 'A job you submitted (admins: any)', auth: 'user', responses: { 200: ok('the job', jobView), 404: ok('unknown, expired or not yours', plainError) } } as const;
+  router.endpoint(one, async (ctx) => {
     ctx.body = await p.jobs.view(await visibleJob(ctx));
   });
 
-  router.get('/api/jobs/:id/events', async (ctx) => {
+  const events = { method: 'get', path: '/api/jobs/:id/events', summary: 'Server-sent events: state, progress, then completed or failed', auth: 'user', responses: { 200: 'text/event-stream' } } as const;
+  router.endpoint(events, async (ctx) => {
     const job = await visibleJob(ctx);
     const stream = new PassThrough();
     let closed = false;

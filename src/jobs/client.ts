@@ -1,6 +1,7 @@
 // The producer side of the job platform: one Queue and QueueEvents per queue, enqueue, enqueue-and-wait, job views.
 import { Queue, QueueEvents, type Job, type JobsOptions } from 'bullmq';
 import { v7 as uuidv7 } from 'uuid';
+import { z } from 'zod';
 import type { Config, QueueName } from '../config.js';
 import { queueNames } from '../config.js';
 import type { Db } from '../db.js';
@@ -12,21 +13,24 @@ import type { JobDefinition } from './define.js';
 import { jobDefinitions, type JobName, type PayloadOf, type ResultOf } from './registry.js';
 import { decodeFailure, dropPayload, queueOfJobId, type DirectReply, type JobEnvelope } from './wire.js';
 
-export type JobState = 'waiting' | 'active' | 'delayed' | 'completed' | 'failed';
+export const jobStates = ['waiting', 'active', 'delayed', 'completed', 'failed'] as const;
+export type JobState = (typeof jobStates)[number];
 
-export interface JobView {
-  id: string;
-  queue: QueueName;
-  name: string;
-  state: JobState;
-  progress: unknown;
-  result: unknown;
-  error: { status: number; message: string; code?: string } | null;
-  attempts: number;
-  createdAt: string;
-  processedAt: string | null;
-  finishedAt: string | null;
-}
+/** A job as the API shows it. */
+export const jobView = z.object({
+  id: z.string(),
+  queue: z.enum(queueNames as readonly QueueName[] as [QueueName, ...QueueName[]]),
+  name: z.string(),
+  state: z.enum(jobStates),
+  progress: z.unknown(),
+  result: z.unknown(),
+  error: z.object({ status: z.number(), message: z.string(), code: z.string().optional() }).nullable(),
+  attempts: z.number(),
+  createdAt: z.string(),
+  processedAt: z.string().nullable(),
+  finishedAt: z.string().nullable(),
+});
+export type JobView = z.infer<typeof jobView>;
 
 export type JobEvent =
   | { type: 'progress'; data: unknown }

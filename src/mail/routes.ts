@@ -1,13 +1,13 @@
-// HTTP routes of area D: mail accounts and msOauth2api's operations (GET or POST), each run as a mail job.
-import { Router } from '@koa/router';
+// HTTP routes of mail: accounts and msOauth2api's operations (GET or POST), each run as a mail job.
 import type { Context } from 'koa';
-import type { z } from 'zod';
+import { z } from 'zod';
 import type { Platform } from '../platform.js';
 import { ROLE } from '../accounts/schema.js';
 import type { Principal } from '../accounts/auth.js';
 import { authorize, SESSION_COOKIE } from '../http/auth.js';
 import { badRequest, notFound } from '../errors.js';
 import { runJobForRequest } from '../http/jobs.js';
+import { ApiRouter, ok, plainError, type RouteSpec } from '../http/route.js';
 import { parse } from '../validate.js';
 import { MAIL_PAGE_CSP, renderMessagesPage } from './html.js';
 import * as s from './schema.js';
@@ -24,8 +24,8 @@ function params(ctx: Context): Record<string, unknown> {
   return { ...query, ...fromBody };
 }
 
-export function mailRouter(p: Platform): Router {
-  const router = new Router();
+export function mailRouter(p: Platform): ApiRouter {
+  const router = new ApiRouter('Mail');
 
   /**
    * Any credential of the platform. msOauth2api's clients send their protection password as a
@@ -59,7 +59,15 @@ export function mailRouter(p: Platform): Router {
 
   // ---- accounts --------------------------------------------------------------------------------
 
-  router.post('/api/mail/accounts', async (ctx) => {
+  const create = {
+    method: 'post',
+    path: '/api/mail/accounts',
+    summary: 'Add (or replace) a mail account',
+    auth: 'user',
+    body: s.createAccountBody,
+    responses: { 201: ok('created', s.accountView), 200: ok('replaced', s.accountView), 400: ok('invalid', plainError) },
+  } as const;
+  router.endpoint(create, async (ctx) => {
     const principal = await authorize(ctx, p);
     const body = parse(s.createAccountBody, ctx.request.body ?? {});
     const { row, created } = await store.upsertAccount(p.db, p.secrets, principal.user.id, body);
@@ -67,14 +75,22 @@ export function mailRouter(p: Platform): Router {
     ctx.body = store.publicAccount(row);
   });
 
-  router.get('/api/mail/accounts', async (ctx) => {
+  const list = { method: 'get', path: '/api/mail/accounts', summary: 'Your accounts (admins: all), never their secrets', auth: 'user', responses: { 200: ok('accounts', z.array(s.accountView)) } } as const;
+  router.endpoint(list, async (ctx) => {
     const principal = await authorize(ctx, p);
     ctx.body = (await store.listAccounts(p.db, viewer(principal))).map(store.publicAccount);
   });
 
-  router.delete('/api/mail/accounts/:email', async (ctx) => {
+  const remove = {
+    method: 'delete',
+    path: '/api/mail/accounts/:email',
+    summary: 'Delete an account',
+    auth: 'user',
+    responses: { 200: '{success:true}', 404: ok('unknown account', plainError) },
+  } as const;
+  router.endpoint(remove, async (ctx) => {
     const principal = await authorize(ctx, p);
-    const email = String(ctx.params.email).toLowerCase();
+    const email = parse(s.emailAddress, ctx.params.email, { param: 'email' });
     const row = await store.findAccount(p.db, email, viewer(principal));
     if (!row) throw notFound(`Unknown mail account: ${email}`, { code: 'unknown_account' });
     await store.deleteAccount(p.db, row.id);
@@ -82,7 +98,15 @@ export function mailRouter(p: Platform): Router {
   });
 
   /** Lines `email----password----client_id----refresh_token` (the last two may come swapped). */
-  router.post('/api/mail/accounts/import', async (ctx) => {
+  const importLines = {
+    method: 'post',
+    path: '/api/mail/accounts/import',
+    summary: 'Import email----password----client_id----refresh_token lines',
+    auth: 'user',
+    body: 'text',
+    responses: { 200: 'per-line outcome' },
+  } as const;
+  router.endpoint(importLines, async (ctx) => {
     const principal = await authorize(ctx, p);
     const body = parse(s.importBody, ctx.request.body ?? '');
     const raw = typeof body === 'string' ? body : body.lines;
@@ -152,26 +176,45 @@ export function mailRouter(p: Platform): Router {
       if (result) answerMessages(ctx, account.email, result.mailbox, r.response_type, result.messages, single);
     };
 
-  const route = (path: string, handler: (ctx: Context) => Promise<void>) => {
-    router.get(path, handler);
-    router.post(path, handler);
+  /** msOauth2api's operations answer GET and POST alike, as jobs, with the same errors. */
+  const operation = (path: string, summary: string, params: z.ZodObject, answer: z.ZodType, handler: (ctx: Context) => Promise<void>) => {
+    const spec: RouteSpec = {
+      method: ['get', 'post'],
+      path,
+      summary,
+      auth: 'user',
+      job: true,
+      params,
+      responses: {
+        200: ok('answer', answer),
+        400: ok('bad parameters', plainError),
+        404: ok('unknown account (or no code found)', plainError),
+        502: ok('the mail server or Microsoft refused (reason given)', plainError),
+        504: ok('the mail server timed out', plainError),
+      },
+    };
+    router.endpoint(spec, handler);
   };
+  const messages = z.object({ email: z.string(), mailbox: z.string(), messages: z.array(s.messageView) });
+  const purged = z.object({ email: z.string(), mailbox: z.string(), deleted: z.number() });
 
-  route('/api/mail-new', read(s.mailNewParams, 'live', true));
-  route('/api/mail-all', read(s.mailAllParams, 'live', false));
-  route('/api/vendor-email', read(s.vendorParams, 'live', false));
-  route('/api/vendor-email/fast', read(s.vendorParams, 'fast', false));
-  route('/api/vendor-email/preview', read(s.vendorParams, 'preview', false));
+  const newest = z.object({ email: z.string(), mailbox: z.string(), message: s.messageView.nullable() });
+  operation('/api/mail-new', 'The newest message of INBOX or Junk (message: null when empty)', s.mailNewParams, newest, read(s.mailNewParams, 'live', true));
+  operation('/api/mail-all', 'Messages, newest first', s.mailAllParams, messages, read(s.mailAllParams, 'live', false));
+  operation('/api/vendor-email', 'Messages matching from/subject/since, read from the server now', s.vendorParams, messages, read(s.vendorParams, 'live', false));
+  const fast = 'The same, from the stored copy after fetching only newer UIDs';
+  operation('/api/vendor-email/fast', fast, s.vendorParams, messages, read(s.vendorParams, 'fast', false));
+  operation('/api/vendor-email/preview', 'Headers and a 200-character snippet', s.vendorParams, messages, read(s.vendorParams, 'preview', false));
 
   const purge = (mailbox: s.MailboxName) => async (ctx: Context) => {
     const { principal, account } = await prepare(ctx, s.purgeParams);
     const result = await runJobForRequest(ctx, p, 'mail.purge', { accountId: account.id, mailbox }, principal);
     if (result) ctx.body = { email: account.email, mailbox: result.mailbox, deleted: result.deleted };
   };
-  route('/api/process-inbox', purge('INBOX'));
-  route('/api/process-junk', purge('Junk'));
+  operation('/api/process-inbox', 'Empty INBOX', s.purgeParams, purged, purge('INBOX'));
+  operation('/api/process-junk', 'Empty Junk', s.purgeParams, purged, purge('Junk'));
 
-  route('/api/send-mail', async (ctx) => {
+  operation('/api/send-mail', 'Send through the account', s.sendParams, s.sendResultView, async (ctx) => {
     const { principal, req, account } = await prepare(ctx, s.sendParams);
     const result = await runJobForRequest(
       ctx,
@@ -183,7 +226,9 @@ export function mailRouter(p: Platform): Router {
     if (result) ctx.body = result;
   });
 
-  route('/api/vendor-email/extract-code', async (ctx) => {
+  const code = z.object({ email: z.string(), code: z.string(), message: s.codeMessageView });
+  const codeSummary = 'The verification code of the newest matching message in INBOX and Junk; wait up to 120 s for one';
+  operation('/api/vendor-email/extract-code', codeSummary, s.codeParams, code, async (ctx) => {
     const { principal, req, account } = await prepare(ctx, s.codeParams);
     const result = await runJobForRequest(
       ctx,

@@ -1,10 +1,10 @@
-// Area D's request rules (msOauth2api's field names kept), job payloads, and the message object.
+// The mail area's request rules (msOauth2api's field names kept), job payloads, and the message object.
 import { z } from 'zod';
 
 export const OUTLOOK_IMAP = { host: 'outlook.office365.com', port: 993, secure: true } as const;
 export const OUTLOOK_SMTP = { host: 'smtp.office365.com', port: 587, secure: false } as const;
 
-const emailAddress = z
+export const emailAddress = z
   .string({ error: 'must be an email address' })
   .trim()
   .max(254, 'must be at most 254 characters')
@@ -150,27 +150,41 @@ export const sendPayload = z.object({
 });
 export const codePayload = z.object({ ...account, from: z.string().optional(), subject: z.string().optional(), since: z.string().optional(), wait: z.number().min(0).max(120) });
 
-export interface Address {
-  name: string;
-  address: string;
-}
+export const addressView = z.object({ name: z.string(), address: z.string() });
+export type Address = z.infer<typeof addressView>;
 
 /** The message object of every read endpoint. `send` is the sender's address (msOauth2api's field). */
-export interface MailMessage {
-  id: string;
-  uid: number;
-  mailbox: MailboxName;
-  messageId: string | null;
-  from: Address | null;
-  to: Address[];
-  subject: string;
-  date: string | null;
-  text: string | null;
-  html: string | null;
-  send: string | null;
+export const messageView = z.object({
+  id: z.string(),
+  uid: z.number(),
+  mailbox: z.enum(['INBOX', 'Junk']),
+  messageId: z.string().nullable(),
+  from: addressView.nullable(),
+  to: z.array(addressView),
+  subject: z.string(),
+  date: z.string().nullable(),
+  text: z.string().nullable(),
+  html: z.string().nullable(),
+  send: z.string().nullable(),
   /** Only in previews: the first 200 characters of the text. */
-  snippet?: string;
-}
+  snippet: z.string().optional(),
+});
+export type MailMessage = z.infer<typeof messageView>;
+
+/** A mail account as the API shows it: never its password or refresh token. */
+export const accountView = z.object({
+  id: z.number(),
+  owner_id: z.number(),
+  email: z.string(),
+  auth_type: z.enum(['password', 'oauth2']),
+  client_id: z.string().nullable(),
+  imap: z.object({ host: z.string(), port: z.number(), secure: z.boolean() }),
+  smtp: z.object({ host: z.string(), port: z.number(), secure: z.boolean() }),
+  last_error: z.string().nullable(),
+  last_used_at: z.string().nullable(),
+  created_at: z.string(),
+  updated_at: z.string(),
+});
 
 export interface FetchResult {
   mailbox: MailboxName;
@@ -180,12 +194,11 @@ export interface PurgeResult {
   mailbox: MailboxName;
   deleted: number;
 }
-export interface SendResult {
-  messageId: string;
-  accepted: string[];
-  rejected: string[];
-}
+export const sendResultView = z.object({ messageId: z.string(), accepted: z.array(z.string()), rejected: z.array(z.string()) });
+export type SendResult = z.infer<typeof sendResultView>;
+
+export const codeMessageView = z.object({ id: z.string(), mailbox: z.enum(['INBOX', 'Junk']), from: addressView.nullable(), subject: z.string(), date: z.string().nullable() });
 export interface CodeResult {
   code: string | null;
-  message: { id: string; mailbox: MailboxName; from: Address | null; subject: string; date: string | null } | null;
+  message: z.infer<typeof codeMessageView> | null;
 }

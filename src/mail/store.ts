@@ -2,7 +2,8 @@
 import crypto from 'node:crypto';
 import { escapeLike, type Db } from '../db.js';
 import type { Secrets } from '../secrets.js';
-import type { Address, CreateAccountInput, MailAuth, MailboxName, MailMessage } from './schema.js';
+import type { z } from 'zod';
+import type { accountView, Address, CreateAccountInput, MailAuth, MailboxName, MailMessage } from './schema.js';
 
 export interface AccountRow {
   id: number;
@@ -33,7 +34,7 @@ export interface MailAccount {
 }
 
 /** What the API shows: never a password or refresh token. */
-export function publicAccount(a: AccountRow) {
+export function publicAccount(a: AccountRow): z.infer<typeof accountView> {
   return {
     id: a.id,
     owner_id: a.owner_id,
