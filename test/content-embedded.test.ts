@@ -1,4 +1,4 @@
-// Area C against the embedded PGlite database.
+// Content against the embedded PGlite database.
 import { contentSuite } from './shared/content-suite.js';
 
 contentSuite('embedded PGlite', { embedded: true });

@@ -1,4 +1,4 @@
-// Area C against real Postgres.
+// Content against real Postgres.
 import { contentSuite } from './shared/content-suite.js';
 
 contentSuite('Postgres', { embedded: false });

@@ -1,7 +1,7 @@
 // local-hash-v1 is fixed forever: pinned outputs, the hash it claims to use, and that it means something.
 import crypto from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { embedLocalHash, features, murmur3, tokenize } from '../src/embeddings/localHash.js';
+import { embedLocalHash, features, murmur3, tokenize } from '../src/embeddings/local-hash.js';
 import { channelOrder } from '../src/embeddings/relay.js';
 import type { ChannelEntry } from '../src/channels/directory.js';
 

@@ -1,8 +1,8 @@
-// Area A over HTTP with the official openai client, real Postgres and Redis, and fake upstreams on loopback.
+// Embeddings over HTTP with the official openai client, real Postgres and Redis, and fake upstreams on loopback.
 import OpenAI from 'openai';
 import { countTokens } from 'gpt-tokenizer/encoding/cl100k_base';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { embedLocalHash } from '../src/embeddings/localHash.js';
+import { embedLocalHash } from '../src/embeddings/local-hash.js';
 import { HttpClient } from './helpers/http.js';
 import { startTestApp, type TestApp } from './helpers/services.js';
 import { FakeOpenAI, fakeVector } from './helpers/fake-openai.js';

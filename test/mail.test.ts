@@ -1,4 +1,4 @@
-// Area D over HTTP against a real Dovecot and a real SMTP server, password and OAuth2 (XOAUTH2) accounts.
+// Mail over HTTP against a real Dovecot and a real SMTP server, password and OAuth2 (XOAUTH2) accounts.
 import net from 'node:net';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { HttpClient } from './helpers/http.js';

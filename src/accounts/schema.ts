@@ -1,4 +1,4 @@
-// Request schemas and row shapes of area B (users, tokens, redemption codes), one-api compatible.
+// Request schemas and row shapes of accounts (users, tokens, redemption codes), one-api compatible.
 import net from 'node:net';
 import { z } from 'zod';
 

@@ -1,4 +1,4 @@
-// Area C's item and query rules, with the exact error strings of content-analyzer's API.
+// The content area's item and query rules, with the exact error strings of content-analyzer's API.
 import { z } from 'zod';
 import { describeIssue, httpUrl } from '../validate.js';
 

@@ -1,4 +1,4 @@
-// Knex queries of area C: upserts by url, keyset-paginated listing, trigram search, counters.
+// Knex queries of content: upserts by url, keyset-paginated listing, trigram search, counters.
 import { v7 as uuidv7 } from 'uuid';
 import type { Knex } from 'knex';
 import { escapeLike, isEmbedded, type Db } from '../db.js';

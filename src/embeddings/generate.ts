@@ -3,7 +3,7 @@ import type { Platform } from '../platform.js';
 import { sha256Hex } from '../secrets.js';
 import { addChannelUsage } from '../channels/store.js';
 import { toAppError } from '../errors.js';
-import { embedLocalHash } from './localHash.js';
+import { embedLocalHash } from './local-hash.js';
 import { costOf, resolveModel } from './models.js';
 import { relayEmbeddings } from './relay.js';
 import { float32ToBase64, type GenerationOutcome, type GenerationRequest } from './schema.js';

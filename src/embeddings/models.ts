@@ -2,7 +2,7 @@
 import type { Config } from '../config.js';
 import type { ChannelDirectory, ChannelEntry } from '../channels/directory.js';
 import { AppError, badRequest, notFound } from '../errors.js';
-import { LOCAL_HASH_DEFAULT_DIMENSIONS, LOCAL_HASH_MAX_DIMENSIONS, LOCAL_HASH_MODEL } from './localHash.js';
+import { LOCAL_HASH_DEFAULT_DIMENSIONS, LOCAL_HASH_MAX_DIMENSIONS, LOCAL_HASH_MODEL } from './local-hash.js';
 
 export type ResolvedModel =
   | { kind: 'local'; name: string; price: number; defaultDimensions: number; maxDimensions: number }

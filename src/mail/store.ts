@@ -1,4 +1,4 @@
-// Knex queries of area D: accounts (secrets sealed with SECRET_KEY), stored messages, send records.
+// Knex queries of mail: accounts (secrets sealed with SECRET_KEY), stored messages, send records.
 import crypto from 'node:crypto';
 import { escapeLike, type Db } from '../db.js';
 import type { Secrets } from '../secrets.js';

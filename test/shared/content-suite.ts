@@ -1,4 +1,4 @@
-// Area C's contract over HTTP; run against Postgres (content.test.ts) and embedded PGlite (content-embedded.test.ts).
+// The content API's contract over HTTP; run against Postgres (content.test.ts) and embedded PGlite (content-embedded.test.ts).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { HttpClient } from '../helpers/http.js';
 import { startTestApp, type TestApp } from '../helpers/services.js';
@@ -22,7 +22,7 @@ export function item(over: Record<string, unknown> = {}) {
 }
 
 export function contentSuite(label: string, opts: { embedded: boolean }) {
-  describe(`area C on ${label}`, () => {
+  describe(`content on ${label}`, () => {
     let t: TestApp;
     let c: HttpClient;
     const count = async () => Number((await t.platform.db('content_items').count({ n: '*' }))[0]!.n);
