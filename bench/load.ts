@@ -41,7 +41,14 @@ export async function load(opts: LoadOptions): Promise<LoadResult> {
       const body = opts.body?.(i);
       const started = performance.now();
       const req = http.request(
-        { agent, host: url.hostname, port: url.port, path: url.pathname + url.search, method: opts.method ?? 'GET', headers: { ...(body ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } : {}), ...opts.headers } },
+        {
+          agent,
+          host: url.hostname,
+          port: url.port,
+          path: url.pathname + url.search,
+          method: opts.method ?? 'GET',
+          headers: { ...(body ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } : {}), ...opts.headers },
+        },
         (res) => {
           res.resume();
           res.on('end', () => {

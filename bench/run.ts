@@ -25,7 +25,9 @@ const ITEMS = Number(process.env.BENCH_ITEMS ?? 1_000_000);
 
 const log = (msg: string) => {
   const rss = [...watched].map(([k, pid]) => `${k.split(':')[0]}=${Math.round(rssOf(pid) / 2 ** 20)}`).join(' ');
-  process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${msg}${rss ? ` (rss MB: ${rss}; peaks: ${[...rssMax].map(([k, v]) => `${k.split(':')[0]}=${Math.round(v / 2 ** 20)}`).join(' ')})` : ''}\n`);
+  process.stderr.write(
+    `[bench ${new Date().toISOString().slice(11, 19)}] ${msg}${rss ? ` (rss MB: ${rss}; peaks: ${[...rssMax].map(([k, v]) => `${k.split(':')[0]}=${Math.round(v / 2 ** 20)}`).join(' ')})` : ''}\n`,
+  );
 };
 
 interface Figure {
@@ -160,10 +162,23 @@ async function main() {
   spawnNode('hello', ['--import', 'tsx', 'bench/hello.ts'], { PORT: String(helloPort) });
   await waitHttp(`http://127.0.0.1:${helloPort}/`);
 
-  const login = await fetch(`${B}/api/user/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: 'root', password: env.ROOT_PASSWORD }) });
-  const cookie = login.headers.getSetCookie().map((c) => c.split(';')[0]).join('; ');
+  const login = await fetch(`${B}/api/user/login`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ username: 'root', password: env.ROOT_PASSWORD }),
+  });
+  const cookie = login.headers
+    .getSetCookie()
+    .map((c) => c.split(';')[0])
+    .join('; ');
   const accessToken = ((await (await fetch(`${B}/api/user/token`, { headers: { cookie } })).json()) as { data: string }).data;
-  const created = (await (await fetch(`${B}/api/token/`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: accessToken }, body: JSON.stringify({ name: 'bench', unlimited_quota: true }) })).json()) as { data: { key: string } };
+  const created = (await (
+    await fetch(`${B}/api/token/`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: accessToken },
+      body: JSON.stringify({ name: 'bench', unlimited_quota: true }),
+    })
+  ).json()) as { data: { key: string } };
   const key = created.data.key;
   // Wait until the worker consumes both queues.
   for (const q of ['content', 'embeddings']) {
@@ -193,7 +208,15 @@ async function main() {
     embeds.push(e.rps);
   }
   const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
-  report({ name: 'embeddings_local_hash_rps', value: mean(embeds), unit: 'req/s', baseline: mean(hellos), ratio: mean(embeds) / mean(hellos), goal: '>= 0.25 of Koa hello world', pass: mean(embeds) / mean(hellos) >= 0.25 });
+  report({
+    name: 'embeddings_local_hash_rps',
+    value: mean(embeds),
+    unit: 'req/s',
+    baseline: mean(hellos),
+    ratio: mean(embeds) / mean(hellos),
+    goal: '>= 0.25 of Koa hello world',
+    pass: mean(embeds) / mean(hellos) >= 0.25,
+  });
 
   // 2. content batch ingest vs raw multi-row INSERT of the same rows, 4 clients each.
   log('content batch ingest vs raw multi-row INSERT (4 clients, 100 items per batch)');
@@ -233,7 +256,15 @@ async function main() {
   });
   if (ingest.errors) throw new Error(`ingest errors: ${JSON.stringify(ingest.statuses)}`);
   const ingestRate = ingest.rps * 100;
-  report({ name: 'content_batch_ingest_items_per_s', value: ingestRate, unit: 'items/s', baseline: rawRate, ratio: ingestRate / rawRate, goal: '>= 0.5 of raw multi-row INSERT', pass: ingestRate / rawRate >= 0.5 });
+  report({
+    name: 'content_batch_ingest_items_per_s',
+    value: ingestRate,
+    unit: 'items/s',
+    baseline: rawRate,
+    ratio: ingestRate / rawRate,
+    goal: '>= 0.5 of raw multi-row INSERT',
+    pass: ingestRate / rawRate >= 0.5,
+  });
 
   // 3. job round trip p50: the platform's run() of a no-op vs raw BullMQ add + waitUntilFinished.
   log('job round trip p50 vs raw BullMQ (sequential, in this process)');
@@ -251,7 +282,10 @@ async function main() {
       await fn();
       lat.push(performance.now() - t);
     }
-    return percentile(lat.sort((a, b) => a - b), 50);
+    return percentile(
+      lat.sort((a, b) => a - b),
+      50,
+    );
   };
   // A queue prefix of its own: only this process's worker takes these jobs, as only raw's takes raw's.
   const config = parseConfig({ ...env, QUEUE_PREFIX: `${prefix}-rt`, LOG_LEVEL: 'silent', WORKER_QUEUES: 'content' });
@@ -278,7 +312,15 @@ async function main() {
   conn.disconnect();
   const rawP50 = Math.min(...rawP50s);
   const ourP50 = Math.min(...ourP50s);
-  report({ name: 'job_round_trip_p50', value: ourP50, unit: 'ms', baseline: rawP50, ratio: ourP50 / rawP50, goal: '<= 1.5x raw BullMQ', pass: ourP50 / rawP50 <= 1.5 });
+  report({
+    name: 'job_round_trip_p50',
+    value: ourP50,
+    unit: 'ms',
+    baseline: rawP50,
+    ratio: ourP50 / rawP50,
+    goal: '<= 1.5x raw BullMQ',
+    pass: ourP50 / rawP50 <= 1.5,
+  });
 
   // 4. list and stats latency at ITEMS items.
   log(`seeding ${ITEMS} items (generate_series; the trigram index is built after the load)`);
@@ -297,7 +339,9 @@ async function main() {
      from generate_series(1, $1::int) g`,
     [Math.max(0, ITEMS - have)],
   );
-  await seed.query(`create index content_items_search_trgm on content_items using gin ((coalesce(title, '') || E'\\x1f' || summary || E'\\x1f' || content) gin_trgm_ops)`);
+  await seed.query(
+    `create index content_items_search_trgm on content_items using gin ((coalesce(title, '') || E'\\x1f' || summary || E'\\x1f' || content) gin_trgm_ops)`,
+  );
   await seed.query('analyze content_items');
   const total = Number((await seed.query('select sum(count) as n from content_stats')).rows[0].n);
   await seed.end();
@@ -311,7 +355,10 @@ async function main() {
       if (!r.ok) throw new Error(`${p}: ${r.status}`);
       if (i >= 20) lat.push(performance.now() - t);
     }
-    return percentile(lat.sort((a, b) => a - b), 95);
+    return percentile(
+      lat.sort((a, b) => a - b),
+      95,
+    );
   };
   const listP95 = await latency('/api/content?limit=100');
   report({ name: 'content_list_p95_at_1m', value: listP95, unit: 'ms', goal: '<= 20 ms', pass: listP95 <= 20, note: `${total} items` });
@@ -329,7 +376,9 @@ async function main() {
   report({ name: 'worker_rss_max', value: max('worker'), unit: 'MB', goal: '<= 200 MB', pass: max('worker') <= 200 });
 
   void api;
-  log(`done in ${Math.round((Date.now() - started) / 1000)} s on ${os.cpus().length} × ${os.cpus()[0]?.model ?? 'cpu'}, ${Math.round(os.totalmem() / 2 ** 30)} GiB`);
+  log(
+    `done in ${Math.round((Date.now() - started) / 1000)} s on ${os.cpus().length} × ${os.cpus()[0]?.model ?? 'cpu'}, ${Math.round(os.totalmem() / 2 ** 30)} GiB`,
+  );
 }
 
 /** A TCP relay that holds every chunk `delayMs` in each direction: Dovecot as if it were far away. */
@@ -359,7 +408,11 @@ async function mailScaling(B: string, accessToken: string): Promise<Parameters<t
       const email = `bench${i}-${id}@bench.test`;
       await dovecot.addUser(email, 'bench-password');
       for (let m = 0; m < 10; m++) {
-        await dovecot.deliver(email, 'INBOX', buildMessage({ from: 'News <news@bench.test>', to: email, subject: `Message ${m}`, text: `Body of message ${m} `.repeat(20) }));
+        await dovecot.deliver(
+          email,
+          'INBOX',
+          buildMessage({ from: 'News <news@bench.test>', to: email, subject: `Message ${m}`, text: `Body of message ${m} `.repeat(20) }),
+        );
       }
       const r = await fetch(`${B}/api/mail/accounts`, {
         method: 'POST',

@@ -2,8 +2,7 @@
 import path from 'node:path';
 import { z } from 'zod';
 
-const int = (def: number, min: number, max = Number.MAX_SAFE_INTEGER) =>
-  z.coerce.number().int().min(min).max(max).default(def);
+const int = (def: number, min: number, max = Number.MAX_SAFE_INTEGER) => z.coerce.number().int().min(min).max(max).default(def);
 
 const bool = (def: boolean) =>
   z
@@ -49,7 +48,12 @@ const envSchema = z.object({
   BODY_LIMIT_BYTES: int(10 * 1024 * 1024, 1024, 512 * 1024 * 1024),
   TRUST_PROXY: bool(false),
   ALLOWED_ORIGINS: optionalString.transform((v) =>
-    v ? v.split(',').map((s) => s.trim()).filter(Boolean) : [],
+    v
+      ? v
+          .split(',')
+          .map((s) => s.trim())
+          .filter(Boolean)
+      : [],
   ),
   SESSION_TTL_HOURS: int(24 * 7, 1, 24 * 365),
   LOGIN_MAX_FAILURES: int(10, 1, 1000),
@@ -60,7 +64,10 @@ const envSchema = z.object({
     .string()
     .default('all')
     .transform((v, ctx) => {
-      const list = v.split(',').map((s) => s.trim()).filter(Boolean);
+      const list = v
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean);
       if (list.length === 0 || (list.length === 1 && list[0] === 'all')) return [...QUEUE_NAMES];
       for (const q of list) {
         if (!(QUEUE_NAMES as readonly string[]).includes(q)) {
@@ -82,10 +89,7 @@ const envSchema = z.object({
   JOB_KEEP_COMPLETED_COUNT: int(1_000, 0, 1_000_000),
   JOB_KEEP_FAILED_SECONDS: int(7 * 86_400, 0, 90 * 86_400),
   JOB_KEEP_FAILED_COUNT: int(10_000, 0, 1_000_000),
-  MS_TOKEN_URL: z
-    .string()
-    .url()
-    .default('https://login.microsoftonline.com/consumers/oauth2/v2.0/token'),
+  MS_TOKEN_URL: z.string().url().default('https://login.microsoftonline.com/consumers/oauth2/v2.0/token'),
   MS_TOKEN_SCOPE: optionalString,
   MAIL_TIMEOUT_MS: int(30_000, 1_000, 600_000),
   UPSTREAM_TIMEOUT_MS: int(30_000, 100, 600_000),

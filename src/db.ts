@@ -86,13 +86,33 @@ export function isDbUnavailable(err: unknown): boolean {
   const e = err as { code?: string; message?: string; name?: string } | null;
   if (!e) return false;
   const code = e.code ?? '';
-  if (['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', '57P01', '57P02', '57P03', '08000', '08003', '08006', '08001', '08004', '53300'].includes(code)) {
+  if (
+    [
+      'ECONNREFUSED',
+      'ECONNRESET',
+      'ETIMEDOUT',
+      'EPIPE',
+      'ENOTFOUND',
+      'EAI_AGAIN',
+      '57P01',
+      '57P02',
+      '57P03',
+      '08000',
+      '08003',
+      '08006',
+      '08001',
+      '08004',
+      '53300',
+    ].includes(code)
+  ) {
     return true;
   }
   const msg = e.message ?? '';
   return (
     e.name === 'KnexTimeoutError' ||
-    /Connection terminated|connection timeout|Client has encountered a connection error|terminating connection|the database system is (starting up|shutting down)|Timeout acquiring a connection/i.test(msg)
+    /Connection terminated|connection timeout|Client has encountered a connection error|terminating connection|the database system is (starting up|shutting down)|Timeout acquiring a connection/i.test(
+      msg,
+    )
   );
 }
 

@@ -71,7 +71,8 @@ export function isRedisUnavailable(err: unknown): boolean {
   const e = err as { message?: string; code?: string; name?: string } | null;
   if (!e?.message) return false;
   return (
-    /Stream isn't writeable|enableOfflineQueue|Connection is closed|ECONNREFUSED.*6379|MaxRetriesPerRequestError|Reached the max retries per request limit|Command timed out|Redis is not ready|LOADING Redis/i.test(e.message) ||
-    e.name === 'MaxRetriesPerRequestError'
+    /Stream isn't writeable|enableOfflineQueue|Connection is closed|ECONNREFUSED.*6379|MaxRetriesPerRequestError|Reached the max retries per request limit|Command timed out|Redis is not ready|LOADING Redis/i.test(
+      e.message,
+    ) || e.name === 'MaxRetriesPerRequestError'
   );
 }

@@ -24,11 +24,7 @@ export function loadConfigOrExit(): Config {
   }
 }
 
-export async function runProcess(
-  name: string,
-  opts: PlatformOptions & { requireServerDb?: string },
-  start: (p: Platform) => Promise<Running>,
-): Promise<void> {
+export async function runProcess(name: string, opts: PlatformOptions & { requireServerDb?: string }, start: (p: Platform) => Promise<Running>): Promise<void> {
   const config = loadConfigOrExit();
   const log = createLogger(config.LOG_LEVEL, name);
   // Catch SIGTERM/SIGINT from the first moment: one that arrives while starting up is honoured

@@ -98,9 +98,22 @@ export async function ensureRedis(config: Config, log: Logger): Promise<RedisHan
   const dir = path.join(config.DATA_DIR, 'redis');
   fs.mkdirSync(dir, { recursive: true });
   const args = [
-    '--port', String(port), '--bind', host === 'localhost' ? '127.0.0.1' : host,
-    '--dir', dir, '--appendonly', 'yes', '--save', '', '--maxmemory-policy', 'noeviction',
-    '--daemonize', 'no', '--logfile', path.join(dir, 'redis.log'),
+    '--port',
+    String(port),
+    '--bind',
+    host === 'localhost' ? '127.0.0.1' : host,
+    '--dir',
+    dir,
+    '--appendonly',
+    'yes',
+    '--save',
+    '',
+    '--maxmemory-policy',
+    'noeviction',
+    '--daemonize',
+    'no',
+    '--logfile',
+    path.join(dir, 'redis.log'),
   ];
   if (url.password) args.push('--requirepass', decodeURIComponent(url.password));
   const child = spawn('redis-server', args, { stdio: 'ignore' });

@@ -29,8 +29,7 @@ export function loadSecretKey(config: Config, log?: Logger): string {
   return key;
 }
 
-const derive = (secret: string, purpose: string) =>
-  Buffer.from(crypto.hkdfSync('sha256', secret, 'switchyard', purpose, 32));
+const derive = (secret: string, purpose: string) => Buffer.from(crypto.hkdfSync('sha256', secret, 'switchyard', purpose, 32));
 
 export function createSecrets(secretKey: string): Secrets {
   const encKey = derive(secretKey, 'credential-encryption');

@@ -24,7 +24,10 @@ await runProcess(
     server.keepAliveTimeout = 65_000;
     const address = server.address();
     const port = typeof address === 'object' && address ? address.port : p.config.PORT;
-    p.log.info({ port, host: p.config.HOST, mode, database: p.config.embeddedDb ? 'embedded PGlite' : 'postgres' }, `Switchyard listening on http://${p.config.HOST === '0.0.0.0' ? '127.0.0.1' : p.config.HOST}:${port}`);
+    p.log.info(
+      { port, host: p.config.HOST, mode, database: p.config.embeddedDb ? 'embedded PGlite' : 'postgres' },
+      `Switchyard listening on http://${p.config.HOST === '0.0.0.0' ? '127.0.0.1' : p.config.HOST}:${port}`,
+    );
     // The worker code (and the mail libraries it loads) stays out of an API-only process.
     const workers = mode === 'all' ? await (await import('../workers/index.js')).startWorkers(p, p.config.WORKER_QUEUES) : undefined;
     return {

@@ -262,7 +262,15 @@ describe('API tokens', () => {
     const tok = res.body.data;
     expect(tok.id).toBeTypeOf('number');
     expect(tok.key).toMatch(/^sk-[A-Za-z0-9]{48}$/);
-    expect(tok).toMatchObject({ name: 'my key', remain_quota: 1000, unlimited_quota: false, expired_time: -1, status: 1, models: 'local-hash-v1', subnet: '127.0.0.1/32' });
+    expect(tok).toMatchObject({
+      name: 'my key',
+      remain_quota: 1000,
+      unlimited_quota: false,
+      expired_time: -1,
+      status: 1,
+      models: 'local-hash-v1',
+      subnet: '127.0.0.1/32',
+    });
     const list = await alice.get('/api/token/');
     const listed = list.body.data.find((x: { id: number }) => x.id === tok.id);
     expect(listed.key).not.toBe(tok.key);

@@ -98,7 +98,10 @@ describe('local-hash-v1 means something', () => {
     { similar: ['今天天气很好，我们去公园散步', '今天的天气真好，适合去公园'], unrelated: '股票市场今天大幅下跌' },
     { similar: ['我喜欢用机器学习处理文本', '机器学习可以用来处理文本数据'], unrelated: '这家餐厅的牛肉面非常好吃' },
   ];
-  for (const { similar: [a, b], unrelated } of pairs) {
+  for (const {
+    similar: [a, b],
+    unrelated,
+  } of pairs) {
     it(`"${a}" is closer to "${b}" than to "${unrelated}"`, () => {
       const va = embedLocalHash(a);
       const near = cosine(va, embedLocalHash(b));
@@ -120,7 +123,7 @@ describe('channel order', () => {
 
   it('picks inside a tier in proportion to weight; weight 0 only after the others', () => {
     let seed = 42;
-    const random = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+    const random = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
     const firsts = new Map<number, number>();
     for (let i = 0; i < 4000; i++) {
       const order = channelOrder([ch(1, 0, 1), ch(2, 0, 3), ch(3, 0, 0)], random);

@@ -185,10 +185,29 @@ describe('keys and models on /v1', () => {
 
 describe('channels (admin API)', () => {
   it('creates, lists, updates and deletes; the key is encrypted at rest and never shown again', async () => {
-    const res = await t.root.post('/api/channel/', { name: 'primary', base_url: `${upA.url}/`, key: 'sk-live-abcdefghijklmnop1234', models: ['m-admin'], model_mapping: { 'm-admin': 'real-model' }, priority: 3, weight: 2, price: 5 });
+    const res = await t.root.post('/api/channel/', {
+      name: 'primary',
+      base_url: `${upA.url}/`,
+      key: 'sk-live-abcdefghijklmnop1234',
+      models: ['m-admin'],
+      model_mapping: { 'm-admin': 'real-model' },
+      priority: 3,
+      weight: 2,
+      price: 5,
+    });
     expect(res.status).toBe(201);
     const c = res.body.data;
-    expect(c).toMatchObject({ name: 'primary', base_url: upA.url, models: 'm-admin', model_mapping: { 'm-admin': 'real-model' }, priority: 3, weight: 2, price: 5, status: 1, type: 'openai' });
+    expect(c).toMatchObject({
+      name: 'primary',
+      base_url: upA.url,
+      models: 'm-admin',
+      model_mapping: { 'm-admin': 'real-model' },
+      priority: 3,
+      weight: 2,
+      price: 5,
+      status: 1,
+      type: 'openai',
+    });
     expect(c.key).not.toContain('abcdefghijklmnop');
     const row = await t.platform.db('channels').where({ id: c.id }).first();
     expect(JSON.stringify(row)).not.toContain('abcdefghijklmnop');
@@ -233,10 +252,21 @@ describe('relaying to upstream channels', () => {
   });
 
   it('maps the model name, sends the channel key, uses the upstream usage, and returns vectors in input order', async () => {
-    await channel({ name: 'mapped', base_url: `${upA.url}/v1`, key: 'sk-channel-A-key', models: 'text-embedding-3-small', model_mapping: { 'text-embedding-3-small': 'upstream-small' }, price: 1 });
+    await channel({
+      name: 'mapped',
+      base_url: `${upA.url}/v1`,
+      key: 'sk-channel-A-key',
+      models: 'text-embedding-3-small',
+      model_mapping: { 'text-embedding-3-small': 'upstream-small' },
+      price: 1,
+    });
     const res = await oa(key).embeddings.create({ model: 'text-embedding-3-small', input: ['alpha', 'beta'], encoding_format: 'float' });
     expect(upA.calls).toHaveLength(1);
-    expect(upA.calls[0]).toMatchObject({ path: '/v1/embeddings', authorization: 'Bearer sk-channel-A-key', body: { model: 'upstream-small', input: ['alpha', 'beta'] } });
+    expect(upA.calls[0]).toMatchObject({
+      path: '/v1/embeddings',
+      authorization: 'Bearer sk-channel-A-key',
+      body: { model: 'upstream-small', input: ['alpha', 'beta'] },
+    });
     expect(res.data.map((d) => d.embedding)).toEqual([fakeVector('alpha'), fakeVector('beta')].map((v) => Array.from(Float32Array.from(v))));
     expect(res.usage.prompt_tokens).toBe(20);
     expect(res.model).toBe('text-embedding-3-small');
@@ -250,7 +280,9 @@ describe('relaying to upstream channels', () => {
     expect(again.status).toBe(200);
     expect(upA.calls).toHaveLength(2);
     expect(upA.calls[1]!.body.input).toEqual(['three']);
-    expect(again.body.data.map((d: { embedding: number[] }) => d.embedding)).toEqual(['two', 'three', 'one', 'three'].map((x) => Array.from(Float32Array.from(fakeVector(x)))));
+    expect(again.body.data.map((d: { embedding: number[] }) => d.embedding)).toEqual(
+      ['two', 'three', 'one', 'three'].map((x) => Array.from(Float32Array.from(fakeVector(x)))),
+    );
     await v1(key).post('/v1/embeddings', { model: 'cache-model', input: ['one', 'two', 'three'] });
     expect(upA.calls).toHaveLength(2);
     // Other dimensions are other vectors.
@@ -319,7 +351,7 @@ describe('relaying to upstream channels', () => {
     expect([re.status, re.status_reason]).toEqual([1, null]);
   });
 
-  it('502 when every channel fails; 503 when every channel is disabled; a 4xx from upstream is the caller\'s', async () => {
+  it("502 when every channel fails; 503 when every channel is disabled; a 4xx from upstream is the caller's", async () => {
     await channel({ name: 'broken', base_url: upA.url, models: 'broken-model', price: 1 });
     upA.behaviour = { kind: 'status', status: 500 };
     const res = await v1(key).post('/v1/embeddings', { model: 'broken-model', input: 'x' });

@@ -33,7 +33,11 @@ describe('Postgres stops and comes back', () => {
       ['POST /api/content/batch', () => t.root.post('/api/content/batch', [item()]), (b) => typeof b.error === 'string'],
       ['POST /api/user/login', () => t.anon.post('/api/user/login', { username: 'root', password: 'whatever-password' }), (b) => b.success === false],
       ['GET /api/token/', () => t.root.get('/api/token/'), (b) => b.success === false],
-      ['POST /v1/embeddings', () => t.anon.post('/v1/embeddings', { model: 'local-hash-v1', input: 'x' }, { authorization: `Bearer ${key}` }), (b) => typeof b.error?.message === 'string'],
+      [
+        'POST /v1/embeddings',
+        () => t.anon.post('/v1/embeddings', { model: 'local-hash-v1', input: 'x' }, { authorization: `Bearer ${key}` }),
+        (b) => typeof b.error?.message === 'string',
+      ],
       ['POST /api/mail-new', () => t.root.post('/api/mail-new', { email: 'a@example.test' }), (b) => typeof b.error === 'string'],
     ];
     for (const [label, call, shaped] of checks) {
@@ -189,20 +193,83 @@ describe('fuzzed requests never answer 500 and never hang', () => {
 
   // A small seeded generator: the same run every time, so a failure can be replayed.
   let seed = 20261122;
-  const rand = () => ((seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 2 ** 32);
+  const rand = () => (seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 2 ** 32;
   const pick = <T>(xs: readonly T[]) => xs[Math.floor(rand() * xs.length)]!;
-  const STRINGS = ['', ' ', 'a', 'x'.repeat(5000), '🙂🚀💥', '\u0000\u0001', '"quoted"', "'; DROP TABLE users; --", '<script>alert(1)</script>', '١٢٣ عربى', '中文字符', '-1', '1e309', 'NaN', 'null', 'https://example.com', 'a@b.c', '../../etc/passwd', '%00', 'sk-' + 'A'.repeat(48)];
+  const STRINGS = [
+    '',
+    ' ',
+    'a',
+    'x'.repeat(5000),
+    '🙂🚀💥',
+    '\u0000\u0001',
+    '"quoted"',
+    "'; DROP TABLE users; --",
+    '<script>alert(1)</script>',
+    '١٢٣ عربى',
+    '中文字符',
+    '-1',
+    '1e309',
+    'NaN',
+    'null',
+    'https://example.com',
+    'a@b.c',
+    '../../etc/passwd',
+    '%00',
+    `sk-${'A'.repeat(48)}`,
+  ];
   const NUMBERS = [0, -1, 1, 1.5, 1e21, -1e21, 2 ** 53, Number.MAX_SAFE_INTEGER + 2, 0.1, 101, 2049, 3072];
   function value(depth = 0): unknown {
     const r = rand();
     if (depth > 4 || r < 0.3) return pick([...STRINGS, ...NUMBERS, true, false, null] as unknown[]);
     if (r < 0.65) return Array.from({ length: Math.floor(rand() * 5) }, () => value(depth + 1));
     const o: Record<string, unknown> = {};
-    const keys = ['email', 'username', 'password', 'name', 'input', 'model', 'url', 'score', 'source', 'summary', 'content', 'quota', 'role', 'id', 'status', 'limit', 'mailbox', 'key', 'lines', 'auth', 'to', 'subject', 'text', 'expired_time', 'models', 'subnet', 'count', 'dimensions', 'encoding_format', '__proto__', 'constructor'];
+    const keys = [
+      'email',
+      'username',
+      'password',
+      'name',
+      'input',
+      'model',
+      'url',
+      'score',
+      'source',
+      'summary',
+      'content',
+      'quota',
+      'role',
+      'id',
+      'status',
+      'limit',
+      'mailbox',
+      'key',
+      'lines',
+      'auth',
+      'to',
+      'subject',
+      'text',
+      'expired_time',
+      'models',
+      'subnet',
+      'count',
+      'dimensions',
+      'encoding_format',
+      '__proto__',
+      'constructor',
+    ];
     for (let i = Math.floor(rand() * 8); i > 0; i--) o[pick(keys)] = value(depth + 1);
     return o;
   }
-  const rawBodies = ['{', '[1,2', '{"a":}', 'nul', '\u0000', '"unterminated', '['.repeat(50_000), '{"a":'.repeat(10_000), JSON.stringify({ deep: JSON.parse('['.repeat(2_000) + ']'.repeat(2_000)) })];
+  const rawBodies = [
+    '{',
+    '[1,2',
+    '{"a":}',
+    'nul',
+    '\u0000',
+    '"unterminated',
+    '['.repeat(50_000),
+    '{"a":'.repeat(10_000),
+    JSON.stringify({ deep: JSON.parse('['.repeat(2_000) + ']'.repeat(2_000)) }),
+  ];
 
   it('across every endpoint, with random bodies, queries and path parameters', async () => {
     const failures: string[] = [];
@@ -214,7 +281,11 @@ describe('fuzzed requests never answer 500 and never hang', () => {
       for (let i = 0; i < 14; i++) {
         const path = e.path.replace(/:([A-Za-z]+)/g, () => encodeURIComponent(String(pick([...STRINGS, ...NUMBERS]))));
         const query = new URLSearchParams();
-        for (let q = Math.floor(rand() * 4); q > 0; q--) query.set(pick(['limit', 'orderBy', 'order', 'q', 'cursor', 'minScore', 'since', 'p', 'page_size', 'status_only', 'email', 'queue', 'response_type']), String(pick([...STRINGS, ...NUMBERS])));
+        for (let q = Math.floor(rand() * 4); q > 0; q--)
+          query.set(
+            pick(['limit', 'orderBy', 'order', 'q', 'cursor', 'minScore', 'since', 'p', 'page_size', 'status_only', 'email', 'queue', 'response_type']),
+            String(pick([...STRINGS, ...NUMBERS])),
+          );
         const url = `${t.url}${path}${query.size ? `?${query}` : ''}`;
         const body = e.method === 'get' || e.method === 'delete' ? undefined : i < rawBodies.length ? rawBodies[i] : JSON.stringify(value());
         const headers: Record<string, string> = { 'content-type': 'application/json', cookie: [...t.root.cookies].map(([k, v]) => `${k}=${v}`).join('; ') };
@@ -224,7 +295,8 @@ describe('fuzzed requests never answer 500 and never hang', () => {
           const res = await fetch(url, { method: e.method.toUpperCase(), headers, body, signal: AbortSignal.timeout(15_000) });
           const text = await res.text();
           if (res.status >= 500) failures.push(`${label} ${res.status} ${url} ${body?.slice(0, 200)} → ${text.slice(0, 200)}`);
-          else if (!/json/.test(res.headers.get('content-type') ?? '') && res.status !== 204 && !text.startsWith('<!doctype')) failures.push(`${label} not JSON: ${text.slice(0, 100)}`);
+          else if (!/json/.test(res.headers.get('content-type') ?? '') && res.status !== 204 && !text.startsWith('<!doctype'))
+            failures.push(`${label} not JSON: ${text.slice(0, 100)}`);
         } catch (err) {
           failures.push(`${label} ${(err as Error).name}: ${(err as Error).message} ${url}`);
         }

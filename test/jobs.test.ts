@@ -200,8 +200,12 @@ describe('the processor boot check', () => {
   it('refuses a job without a processor, a job with two, and a processor for no job', () => {
     expect(() => buildProcessorTable({})).toThrow(/job "content.ping" has no processor/);
     expect(() => buildProcessorTable({ ...processorMaps, content: {} })).toThrow(/job "content.batch" has no processor/);
-    expect(() => buildProcessorTable({ a: processorMaps.content!, b: processorMaps.content! })).toThrow(/job "content.batch" has two processors \(in a and b\)/);
-    expect(() => buildProcessorTable({ ...processorMaps, extra: { 'content.ghost': async () => ({}) } as unknown as ProcessorMap })).toThrow(/undeclared job "content.ghost"/);
+    expect(() => buildProcessorTable({ a: processorMaps.content!, b: processorMaps.content! })).toThrow(
+      /job "content.batch" has two processors \(in a and b\)/,
+    );
+    expect(() => buildProcessorTable({ ...processorMaps, extra: { 'content.ghost': async () => ({}) } as unknown as ProcessorMap })).toThrow(
+      /undeclared job "content.ghost"/,
+    );
     expect(buildProcessorTable(processorMaps).size).toBeGreaterThan(0);
   });
 });

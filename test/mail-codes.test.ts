@@ -48,7 +48,8 @@ describe('extractCode over the corpus', () => {
 
   // Speed belongs to the benchmark, not a timed test: this checks a big mail full of decoys still works.
   it('finds the code at the end of a 100 KB HTML email full of decoys', () => {
-    const filler = '<tr><td style="color:#333333;font-size:14px">Lorem ipsum dolor sit amet, order 2026-11-22 at 10:41, call (415) 555-0199 &middot; &copy; 2026</td></tr>\n';
+    const filler =
+      '<tr><td style="color:#333333;font-size:14px">Lorem ipsum dolor sit amet, order 2026-11-22 at 10:41, call (415) 555-0199 &middot; &copy; 2026</td></tr>\n';
     const html = `<html><head><style>.x{color:#202123}</style></head><body><table>${filler.repeat(Math.ceil(100_000 / filler.length))}<tr><td>Your verification code is <b>902614</b></td></tr></table></body></html>`;
     expect(html.length).toBeGreaterThan(100_000);
     const got = extractCode({ subject: 'Your code', html });
@@ -65,7 +66,9 @@ describe('htmlToText', () => {
   });
 
   it('decodes named and numeric entities and keeps image alt text', () => {
-    const text = htmlToText('<p>C&oacute;digo&nbsp;&#58; &#x34;&#56;2913 &copy; &amp;</p><img src="h.png" alt="Verification code"><br><span>7</span><span>7</span>');
+    const text = htmlToText(
+      '<p>C&oacute;digo&nbsp;&#58; &#x34;&#56;2913 &copy; &amp;</p><img src="h.png" alt="Verification code"><br><span>7</span><span>7</span>',
+    );
     expect(text).toBe('Código : 482913 © &\nVerification code\n77');
   });
 

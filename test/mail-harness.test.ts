@@ -44,7 +44,12 @@ function imap(server: DovecotServer, auth: ImapFlowOptions['auth']): ImapFlow {
 async function refreshGrant(refreshToken: string, clientId = CLIENT_ID): Promise<{ status: number; body: Record<string, unknown> }> {
   const res = await fetch(oauth.tokenUrl, {
     method: 'POST',
-    body: new URLSearchParams({ client_id: clientId, grant_type: 'refresh_token', refresh_token: refreshToken, scope: 'https://outlook.office.com/IMAP.AccessAsUser.All offline_access' }),
+    body: new URLSearchParams({
+      client_id: clientId,
+      grant_type: 'refresh_token',
+      refresh_token: refreshToken,
+      scope: 'https://outlook.office.com/IMAP.AccessAsUser.All offline_access',
+    }),
   });
   return { status: res.status, body: (await res.json()) as Record<string, unknown> };
 }
@@ -59,7 +64,10 @@ async function accessTokenFor(email: string, refreshToken: string): Promise<stri
 // Dovecot writes the login line asynchronously, a moment after the client sees OK.
 async function waitForLog(server: DovecotServer, re: RegExp): Promise<string> {
   for (let i = 0; i < 100; i++) {
-    const line = server.logs().split('\n').find((l) => re.test(l));
+    const line = server
+      .logs()
+      .split('\n')
+      .find((l) => re.test(l));
     if (line) return line;
     await new Promise((r) => setTimeout(r, 20));
   }
@@ -140,11 +148,22 @@ describe('dovecot: deliver, count and special-use folders', () => {
   it('delivers into INBOX and Junk, visible to a separate imapflow session', async () => {
     await dovecot.addUser('dave@example.com', 'dave-pw');
     const date = new Date('2024-03-01T10:00:00Z');
-    const inboxUid = await dovecot.deliver('dave@example.com', 'INBOX', buildMessage({ from: 'Ann <ann@example.org>', to: 'dave@example.com', subject: 'Hello', text: 'hi there', date }));
+    const inboxUid = await dovecot.deliver(
+      'dave@example.com',
+      'INBOX',
+      buildMessage({ from: 'Ann <ann@example.org>', to: 'dave@example.com', subject: 'Hello', text: 'hi there', date }),
+    );
     const junkUid = await dovecot.deliver(
       'dave@example.com',
       'Junk',
-      buildMessage({ from: 'spam@example.net', to: 'dave@example.com', subject: 'Wïn a prize', text: 'plain', html: '<p>html</p>', messageId: '<junk-1@example.net>' }),
+      buildMessage({
+        from: 'spam@example.net',
+        to: 'dave@example.com',
+        subject: 'Wïn a prize',
+        text: 'plain',
+        html: '<p>html</p>',
+        messageId: '<junk-1@example.net>',
+      }),
       { seen: true, date },
     );
     expect(inboxUid).toBeGreaterThan(0);
@@ -163,9 +182,10 @@ describe('dovecot: deliver, count and special-use folders', () => {
       const lock = await client.getMailboxLock('Junk');
       try {
         const msg = await client.fetchOne(String(junkUid), { envelope: true, flags: true, internalDate: true }, { uid: true });
-        expect(msg && msg.envelope?.subject).toBe('Wïn a prize');
-        expect(msg && msg.envelope?.messageId).toBe('<junk-1@example.net>');
-        expect(msg && msg.flags?.has('\\Seen')).toBe(true);
+        if (!msg) throw new Error(`message ${junkUid} not found in Junk`);
+        expect(msg.envelope?.subject).toBe('Wïn a prize');
+        expect(msg.envelope?.messageId).toBe('<junk-1@example.net>');
+        expect(msg.flags?.has('\\Seen')).toBe(true);
         expect(msg && new Date(msg.internalDate!).toISOString()).toBe(date.toISOString());
       } finally {
         lock.release();
@@ -195,7 +215,12 @@ describe('dovecot: deliver, count and special-use folders', () => {
 
 describe('smtp-server: nodemailer submission', () => {
   it('accepts password auth and records the message with its auth info', async () => {
-    const transport = nodemailer.createTransport({ host: smtp.host, port: smtp.port, secure: false, auth: { user: 'sender@example.com', pass: 'smtp-secret' } });
+    const transport = nodemailer.createTransport({
+      host: smtp.host,
+      port: smtp.port,
+      secure: false,
+      auth: { user: 'sender@example.com', pass: 'smtp-secret' },
+    });
     const before = smtp.received.length;
     await transport.sendMail({ from: 'sender@example.com', to: 'rcpt@example.com', subject: 'Password sent', text: 'body' });
     const [mail] = (await smtp.waitFor(before + 1)).slice(before);
@@ -208,7 +233,12 @@ describe('smtp-server: nodemailer submission', () => {
 
   it('accepts XOAUTH2 with a token from the fake endpoint', async () => {
     const token = await accessTokenFor('frank@outlook.com', 'rt-frank');
-    const transport = nodemailer.createTransport({ host: smtp.host, port: smtp.port, secure: false, auth: { type: 'OAuth2', user: 'frank@outlook.com', accessToken: token } });
+    const transport = nodemailer.createTransport({
+      host: smtp.host,
+      port: smtp.port,
+      secure: false,
+      auth: { type: 'OAuth2', user: 'frank@outlook.com', accessToken: token },
+    });
     const before = smtp.received.length;
     await transport.sendMail({ from: 'frank@outlook.com', to: ['a@example.com', 'b@example.com'], subject: 'OAuth sent', html: '<b>hi</b>' });
     const [mail] = (await smtp.waitFor(before + 1)).slice(before);
@@ -221,8 +251,16 @@ describe('smtp-server: nodemailer submission', () => {
     const wrong = nodemailer.createTransport({ host: smtp.host, port: smtp.port, secure: false, auth: { user: 'sender@example.com', pass: 'nope' } });
     await expect(wrong.sendMail({ from: 'sender@example.com', to: 'rcpt@example.com', text: 'x' })).rejects.toMatchObject({ code: 'EAUTH', responseCode: 535 });
 
-    const badToken = nodemailer.createTransport({ host: smtp.host, port: smtp.port, secure: false, auth: { type: 'OAuth2', user: 'frank@outlook.com', accessToken: 'EwA-bogus' } });
-    await expect(badToken.sendMail({ from: 'frank@outlook.com', to: 'rcpt@example.com', text: 'x' })).rejects.toMatchObject({ code: 'EAUTH', responseCode: 535 });
+    const badToken = nodemailer.createTransport({
+      host: smtp.host,
+      port: smtp.port,
+      secure: false,
+      auth: { type: 'OAuth2', user: 'frank@outlook.com', accessToken: 'EwA-bogus' },
+    });
+    await expect(badToken.sendMail({ from: 'frank@outlook.com', to: 'rcpt@example.com', text: 'x' })).rejects.toMatchObject({
+      code: 'EAUTH',
+      responseCode: 535,
+    });
 
     const ok = nodemailer.createTransport({ host: smtp.host, port: smtp.port, secure: false, auth: { user: 'sender@example.com', pass: 'smtp-secret' } });
     await expect(ok.sendMail({ from: 'sender@example.com', to: 'nobody@example.com', text: 'x' })).rejects.toMatchObject({ responseCode: 550 });
@@ -249,10 +287,15 @@ describe('fake Microsoft token endpoint', () => {
     const second = await refreshGrant(next);
     expect(second.status).toBe(200);
     expect(second.body.refresh_token).not.toBe(next);
-    expect(oauth.tokenRequests.at(-1)).toEqual({ client_id: CLIENT_ID, grant_type: 'refresh_token', refresh_token: next, scope: 'https://outlook.office.com/IMAP.AccessAsUser.All offline_access' });
+    expect(oauth.tokenRequests.at(-1)).toEqual({
+      client_id: CLIENT_ID,
+      grant_type: 'refresh_token',
+      refresh_token: next,
+      scope: 'https://outlook.office.com/IMAP.AccessAsUser.All offline_access',
+    });
   });
 
-  it('refuses revoked tokens and other apps\' client ids with invalid_grant', async () => {
+  it("refuses revoked tokens and other apps' client ids with invalid_grant", async () => {
     oauth.addAccount({ email: 'hank@outlook.com', clientId: CLIENT_ID, refreshToken: 'rt-hank' });
     const fine = await refreshGrant('rt-hank');
     expect(fine.status).toBe(200);

@@ -81,7 +81,11 @@ describe('accounts', () => {
   it('defaults to Outlook servers and validates the rest', async () => {
     const res = await me.post('/api/mail/accounts', { email: 'Someone@Outlook.com', auth: { type: 'oauth2', client_id: CLIENT_ID, refresh_token: 'M.x' } });
     expect(res.status).toBe(201);
-    expect(res.body).toMatchObject({ email: 'someone@outlook.com', imap: { host: 'outlook.office365.com', port: 993, secure: true }, smtp: { host: 'smtp.office365.com', port: 587, secure: false } });
+    expect(res.body).toMatchObject({
+      email: 'someone@outlook.com',
+      imap: { host: 'outlook.office365.com', port: 993, secure: true },
+      smtp: { host: 'smtp.office365.com', port: 587, secure: false },
+    });
     for (const body of [
       { email: 'not-an-email', auth: { type: 'password', password: 'x' } },
       { email: 'a@b.example', auth: { type: 'magic' } },
@@ -164,11 +168,18 @@ describe('reading mail', () => {
   });
 
   it('mail-new gives the newest message as the message object', async () => {
-    for (let i = 1; i <= 3; i++) await dovecot.deliver(email, 'INBOX', mail(email, `Message ${i}`, { text: `Body ${i}`, date: new Date(Date.UTC(2026, 10, i)) }));
+    for (let i = 1; i <= 3; i++)
+      await dovecot.deliver(email, 'INBOX', mail(email, `Message ${i}`, { text: `Body ${i}`, date: new Date(Date.UTC(2026, 10, i)) }));
     const res = await me.get(`/api/mail-new?email=${encodeURIComponent(email)}`);
     expect(res.status).toBe(200);
     const m = res.body.message;
-    expect(m).toMatchObject({ mailbox: 'INBOX', subject: 'Message 3', from: { name: 'Sender Name', address: 'sender@service.example' }, send: 'sender@service.example', to: [{ address: email }] });
+    expect(m).toMatchObject({
+      mailbox: 'INBOX',
+      subject: 'Message 3',
+      from: { name: 'Sender Name', address: 'sender@service.example' },
+      send: 'sender@service.example',
+      to: [{ address: email }],
+    });
     expect(m.text.trim()).toBe('Body 3');
     expect(m.uid).toBeTypeOf('number');
     expect(m.id).toMatch(/^[0-9a-f-]{36}$/);
@@ -182,7 +193,13 @@ describe('reading mail', () => {
     expect((await me.post('/api/mail-all', { email, limit: 2 })).body.messages).toHaveLength(2);
     const again = (await me.post('/api/mail-all', { email })).body.messages;
     expect(again.map((m: { id: string }) => m.id)).toEqual(all.map((m: { id: string }) => m.id));
-    const rows = await t.platform.db('mail_messages').where({ mailbox: 'INBOX' }).whereIn('id', all.map((m: { id: string }) => m.id));
+    const rows = await t.platform
+      .db('mail_messages')
+      .where({ mailbox: 'INBOX' })
+      .whereIn(
+        'id',
+        all.map((m: { id: string }) => m.id),
+      );
     expect(rows).toHaveLength(3);
   });
 
@@ -195,12 +212,31 @@ describe('reading mail', () => {
   it('vendor-email filters by from, subject and since, with full bodies', async () => {
     const v = address('vendor');
     await dovecot.addUser(v, 'imap-password');
-    await me.post('/api/mail/accounts', { email: v, auth: { type: 'password', password: 'imap-password' }, imap: { host: dovecot.host, port: dovecot.port, secure: false } });
+    await me.post('/api/mail/accounts', {
+      email: v,
+      auth: { type: 'password', password: 'imap-password' },
+      imap: { host: dovecot.host, port: dovecot.port, secure: false },
+    });
     // `since` is about when the server received a message (its INTERNALDATE), not the sender's Date header.
     const at = (iso: string) => ({ date: new Date(iso) });
-    await dovecot.deliver(v, 'INBOX', mail(v, 'Your receipt', { from: 'Shop <billing@shop.example>', html: '<p>Thanks for <b>buying</b></p>', ...at('2026-01-01T10:00:00Z') }), at('2026-01-01T10:00:00Z'));
-    await dovecot.deliver(v, 'INBOX', mail(v, 'Welcome aboard', { from: 'Shop <hello@shop.example>', text: 'hi', ...at('2026-03-01T10:00:00Z') }), at('2026-03-01T10:00:00Z'));
-    await dovecot.deliver(v, 'INBOX', mail(v, 'Weekly news', { from: 'News <news@paper.example>', text: 'news', ...at('2026-03-02T10:00:00Z') }), at('2026-03-02T10:00:00Z'));
+    await dovecot.deliver(
+      v,
+      'INBOX',
+      mail(v, 'Your receipt', { from: 'Shop <billing@shop.example>', html: '<p>Thanks for <b>buying</b></p>', ...at('2026-01-01T10:00:00Z') }),
+      at('2026-01-01T10:00:00Z'),
+    );
+    await dovecot.deliver(
+      v,
+      'INBOX',
+      mail(v, 'Welcome aboard', { from: 'Shop <hello@shop.example>', text: 'hi', ...at('2026-03-01T10:00:00Z') }),
+      at('2026-03-01T10:00:00Z'),
+    );
+    await dovecot.deliver(
+      v,
+      'INBOX',
+      mail(v, 'Weekly news', { from: 'News <news@paper.example>', text: 'news', ...at('2026-03-02T10:00:00Z') }),
+      at('2026-03-02T10:00:00Z'),
+    );
     const byFrom = (await me.post('/api/vendor-email', { email: v, from: 'shop.example' })).body.messages;
     expect(byFrom.map((m: { subject: string }) => m.subject)).toEqual(['Welcome aboard', 'Your receipt']);
     expect(byFrom[1].html).toContain('<b>buying</b>');
@@ -218,7 +254,11 @@ describe('reading mail', () => {
   it('fast mode answers from Postgres and fetches only UIDs newer than those stored', async () => {
     const f = address('fast');
     await dovecot.addUser(f, 'imap-password');
-    await me.post('/api/mail/accounts', { email: f, auth: { type: 'password', password: 'imap-password' }, imap: { host: dovecot.host, port: dovecot.port, secure: false } });
+    await me.post('/api/mail/accounts', {
+      email: f,
+      auth: { type: 'password', password: 'imap-password' },
+      imap: { host: dovecot.host, port: dovecot.port, secure: false },
+    });
     await dovecot.deliver(f, 'INBOX', mail(f, 'First', { text: 'one' }));
     await dovecot.deliver(f, 'INBOX', mail(f, 'Second', { text: 'two' }));
     const first = (await me.post('/api/vendor-email/fast', { email: f })).body.messages;
@@ -238,7 +278,11 @@ describe('reading mail', () => {
   it('response_type=html returns a page, with the mail HTML sandboxed and scripts blocked', async () => {
     const h = address('html');
     await dovecot.addUser(h, 'imap-password');
-    await me.post('/api/mail/accounts', { email: h, auth: { type: 'password', password: 'imap-password' }, imap: { host: dovecot.host, port: dovecot.port, secure: false } });
+    await me.post('/api/mail/accounts', {
+      email: h,
+      auth: { type: 'password', password: 'imap-password' },
+      imap: { host: dovecot.host, port: dovecot.port, secure: false },
+    });
     await dovecot.deliver(h, 'INBOX', mail(h, 'Hello <there>', { html: '<p>Hi</p><script>alert(1)</script><img src="https://tracker.example/p.gif">' }));
     const res = await me.get(`/api/mail-new?email=${encodeURIComponent(h)}&response_type=html`);
     expect(res.status).toBe(200);
@@ -277,7 +321,14 @@ describe('sending', () => {
     const s2 = await startSmtp({ users: { [email]: 'imap-password' }, rejectRecipients: ['nobody@example.test'] });
     try {
       await t.platform.db('mail_accounts').where({ email }).update({ smtp_port: s2.port });
-      const res = await me.post('/api/send-mail', { email, to: ['friend@example.test', 'nobody@example.test'], cc: 'cc@example.test', subject: 'Hello', text: 'Hi there', html: '<p>Hi there</p>' });
+      const res = await me.post('/api/send-mail', {
+        email,
+        to: ['friend@example.test', 'nobody@example.test'],
+        cc: 'cc@example.test',
+        subject: 'Hello',
+        text: 'Hi there',
+        html: '<p>Hi there</p>',
+      });
       expect(res.status, res.text).toBe(200);
       expect(res.body).toMatchObject({ accepted: ['friend@example.test', 'cc@example.test'], rejected: ['nobody@example.test'] });
       expect(res.body.messageId).toMatch(/^<.+@example\.test>$/);
@@ -350,7 +401,7 @@ describe('OAuth2 tokens', () => {
     expect((await me.post('/api/mail-new', { email })).status).toBe(200);
   });
 
-  it('a refused refresh token answers 502 with Microsoft\'s reason', async () => {
+  it("a refused refresh token answers 502 with Microsoft's reason", async () => {
     const { email, refreshToken } = await oauthAccount('revoked');
     oauth.revoke(refreshToken, 'AADSTS700082');
     const res = await me.post('/api/mail-new', { email });
@@ -365,11 +416,17 @@ describe('OAuth2 tokens', () => {
     const refreshToken = `M.R3_BAY.inline-${n}`;
     oauth.addAccount({ email, clientId: CLIENT_ID, refreshToken });
     // Point new accounts of this address at the test servers: an existing account keeps its servers.
-    await me.post('/api/mail/accounts', { email, auth: { type: 'password', password: 'placeholder' }, imap: { host: dovecot.host, port: dovecot.port, secure: false } });
+    await me.post('/api/mail/accounts', {
+      email,
+      auth: { type: 'password', password: 'placeholder' },
+      imap: { host: dovecot.host, port: dovecot.port, secure: false },
+    });
     await dovecot.deliver(email, 'INBOX', mail(email, 'Inline hello', { text: 'hi' }));
     const key = (await me.post('/api/token/', { name: 'ms', unlimited_quota: true })).body.data.key;
     // msOauth2api style: GET, credentials and the protection password (our API key) in the query.
-    const res = await t.anon.get(`/api/mail-all?email=${encodeURIComponent(email)}&client_id=${CLIENT_ID}&refresh_token=${encodeURIComponent(refreshToken)}&mailbox=INBOX&password=${key}`);
+    const res = await t.anon.get(
+      `/api/mail-all?email=${encodeURIComponent(email)}&client_id=${CLIENT_ID}&refresh_token=${encodeURIComponent(refreshToken)}&mailbox=INBOX&password=${key}`,
+    );
     expect(res.status, res.text).toBe(200);
     expect(res.body.messages[0].subject).toBe('Inline hello');
     const stored = (await me.get('/api/mail/accounts')).body.find((a: { email: string }) => a.email === email);
@@ -389,7 +446,11 @@ describe('verification codes', () => {
     expect(none.status).toBe(404);
     expect(none.body).toEqual({ error: 'No verification code found' });
     await dovecot.deliver(email, 'INBOX', mail(email, 'Your code', { text: 'Your verification code is 111111.', date: new Date('2026-11-01T10:00:00Z') }));
-    await dovecot.deliver(email, dovecot.junkName, mail(email, 'Login code', { html: '<div style="color:#202123">Your login code: <b>482913</b></div>', date: new Date('2026-11-02T10:00:00Z') }));
+    await dovecot.deliver(
+      email,
+      dovecot.junkName,
+      mail(email, 'Login code', { html: '<div style="color:#202123">Your login code: <b>482913</b></div>', date: new Date('2026-11-02T10:00:00Z') }),
+    );
     const res = await me.post('/api/vendor-email/extract-code', { email });
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ email, code: '482913', message: { mailbox: 'Junk', subject: 'Login code' } });
@@ -400,7 +461,11 @@ describe('verification codes', () => {
   it('with wait, catches a message that arrives after the call (IMAP IDLE)', async () => {
     const late = address('late');
     await dovecot.addUser(late, 'imap-password');
-    await me.post('/api/mail/accounts', { email: late, auth: { type: 'password', password: 'imap-password' }, imap: { host: dovecot.host, port: dovecot.port, secure: false } });
+    await me.post('/api/mail/accounts', {
+      email: late,
+      auth: { type: 'password', password: 'imap-password' },
+      imap: { host: dovecot.host, port: dovecot.port, secure: false },
+    });
     const started = Date.now();
     const pending = me.post('/api/vendor-email/extract-code', { email: late, wait: 20 });
     await new Promise((r) => setTimeout(r, 1_500));
@@ -443,7 +508,11 @@ describe('errors', () => {
   it('502 with the reason when the server refuses the password', async () => {
     const email = address('wrongpw');
     await dovecot.addUser(email, 'right-password');
-    await me.post('/api/mail/accounts', { email, auth: { type: 'password', password: 'wrong-password' }, imap: { host: dovecot.host, port: dovecot.port, secure: false } });
+    await me.post('/api/mail/accounts', {
+      email,
+      auth: { type: 'password', password: 'wrong-password' },
+      imap: { host: dovecot.host, port: dovecot.port, secure: false },
+    });
     const res = await me.post('/api/mail-new', { email });
     expect(res.status).toBe(502);
     expect(res.body.error).toMatch(/refused authentication/i);
@@ -459,8 +528,16 @@ describe('errors', () => {
     const silent = net.createServer(() => {}).listen(0, '127.0.0.1');
     await new Promise((r) => silent.once('listening', r));
     try {
-      await me.post('/api/mail/accounts', { email: 'closed@example.test', auth: { type: 'password', password: 'x' }, imap: { host: '127.0.0.1', port: closed, secure: false } });
-      await me.post('/api/mail/accounts', { email: 'silent@example.test', auth: { type: 'password', password: 'x' }, imap: { host: '127.0.0.1', port: (silent.address() as net.AddressInfo).port, secure: false } });
+      await me.post('/api/mail/accounts', {
+        email: 'closed@example.test',
+        auth: { type: 'password', password: 'x' },
+        imap: { host: '127.0.0.1', port: closed, secure: false },
+      });
+      await me.post('/api/mail/accounts', {
+        email: 'silent@example.test',
+        auth: { type: 'password', password: 'x' },
+        imap: { host: '127.0.0.1', port: (silent.address() as net.AddressInfo).port, secure: false },
+      });
       const refused = await me.post('/api/mail-new', { email: 'closed@example.test' });
       expect(refused.status).toBe(502);
       const timedOut = await me.post('/api/mail-new', { email: 'silent@example.test' });

@@ -4,7 +4,20 @@ import { parseConfig } from '../src/config.js';
 import { createDb, migrateLatest, migrateRollbackAll } from '../src/db.js';
 import { createTestEnv, type TestEnv } from './helpers/services.js';
 
-const TABLES = ['users', 'sessions', 'tokens', 'redemptions', 'content_items', 'content_stats', 'job_payloads', 'channels', 'embedding_cache', 'mail_accounts', 'mail_messages', 'mail_sends'];
+const TABLES = [
+  'users',
+  'sessions',
+  'tokens',
+  'redemptions',
+  'content_items',
+  'content_stats',
+  'job_payloads',
+  'channels',
+  'embedding_cache',
+  'mail_accounts',
+  'mail_messages',
+  'mail_sends',
+];
 
 const envs: TestEnv[] = [];
 afterAll(async () => {
@@ -22,7 +35,17 @@ for (const embedded of [false, true]) {
         expect(applied).toEqual(['001_accounts', '002_content', '003_embeddings', '004_mail']);
         for (const t of TABLES) expect(await db.schema.hasTable(t), t).toBe(true);
         // The counters' triggers work right after migrating.
-        await db('content_items').insert({ id: '01900000-0000-7000-8000-000000000001', source: 's', url: 'https://x.example', summary: 's', content: 'c', score: 1, analyzed_at: new Date(), created_at: new Date(), updated_at: new Date() });
+        await db('content_items').insert({
+          id: '01900000-0000-7000-8000-000000000001',
+          source: 's',
+          url: 'https://x.example',
+          summary: 's',
+          content: 'c',
+          score: 1,
+          analyzed_at: new Date(),
+          created_at: new Date(),
+          updated_at: new Date(),
+        });
         expect((await db('content_stats').first()).count).toBe(1);
 
         await migrateRollbackAll(db);

@@ -17,7 +17,8 @@ describe('/openapi.json', () => {
     expect(res.status).toBe(200);
     expect(res.body.openapi).toBe('3.1.0');
     const documented = new Set<string>();
-    for (const [p, ops] of Object.entries(res.body.paths as Record<string, Record<string, unknown>>)) for (const m of Object.keys(ops)) documented.add(`${m.toUpperCase()} ${p}`);
+    for (const [p, ops] of Object.entries(res.body.paths as Record<string, Record<string, unknown>>))
+      for (const m of Object.keys(ops)) documented.add(`${m.toUpperCase()} ${p}`);
     const served = new Set<string>();
     for (const r of buildRouters(t.platform)) {
       for (const layer of r.stack) {

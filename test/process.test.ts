@@ -7,7 +7,7 @@ import { HttpClient } from './helpers/http.js';
 import { createTestDatabase, clearRedisPrefix, tempDir, REDIS_URL } from './helpers/services.js';
 import { spawnEntry, spawnServer } from './helpers/spawn.js';
 
-const cleanups: (() => Promise<unknown> | void)[] = [];
+const cleanups: (() => unknown)[] = [];
 afterAll(async () => {
   for (const c of cleanups.reverse()) await c();
 });
@@ -75,7 +75,10 @@ describe('npm start on Postgres', () => {
     cleanups.push(() => db.drop());
     const env = freshEnv({ DATABASE_URL: db.url, ROOT_PASSWORD: 'a-root-password' });
     const [a, b] = await Promise.all([spawnServer(['api'], env), spawnServer(['api'], env)]);
-    cleanups.push(() => a.stop('SIGKILL'), () => b.stop('SIGKILL'));
+    cleanups.push(
+      () => a.stop('SIGKILL'),
+      () => b.stop('SIGKILL'),
+    );
     for (const s of [a, b]) expect((await fetch(`${s.url}/readyz`)).status).toBe(200);
     await new HttpClient(b.url).login('root', 'a-root-password');
     await Promise.all([a.stop(), b.stop()]);

@@ -54,7 +54,14 @@ afterAll(async () => {
 
 describe('separate API and worker processes', () => {
   it('complete batches submitted to the API, and two workers share the load', async () => {
-    const results = await Promise.all(Array.from({ length: 40 }, () => client.post('/api/content/batch', Array.from({ length: 25 }, () => item({ source: 'shared' })))));
+    const results = await Promise.all(
+      Array.from({ length: 40 }, () =>
+        client.post(
+          '/api/content/batch',
+          Array.from({ length: 25 }, () => item({ source: 'shared' })),
+        ),
+      ),
+    );
     for (const r of results) expect(r.body).toMatchObject({ success: 25, failed: 0 });
     const completed = await queue.getJobs(['completed'], 0, 1000);
     const byWorker = new Map<number, number>();
@@ -77,7 +84,15 @@ describe('a worker killed with SIGKILL in the middle of a batch', () => {
       await db.query("select * from content_stats where source = 'held' for update");
       const batch = Array.from({ length: 100 }, () => item({ source: 'held' }));
       const { jobId } = (await client.post('/api/content/batch', batch, { prefer: 'respond-async' })).body;
-      const others = await Promise.all(Array.from({ length: 10 }, () => client.post('/api/content/batch', Array.from({ length: 10 }, () => item({ source: 'during' })), { prefer: 'respond-async' })));
+      const others = await Promise.all(
+        Array.from({ length: 10 }, () =>
+          client.post(
+            '/api/content/batch',
+            Array.from({ length: 10 }, () => item({ source: 'during' })),
+            { prefer: 'respond-async' },
+          ),
+        ),
+      );
 
       let victimPid = 0;
       for (let i = 0; i < 100 && !victimPid; i++) {

@@ -30,7 +30,9 @@ export function buildProcessorTable(maps: Record<string, ProcessorMap>): Map<str
   }
   for (const name of Object.keys(jobDefinitions)) {
     if (table.has(name)) continue;
-    throw new Error(`job "${name}" has no processor: add one to the processors.ts of the area that declares it (src/<area>/processors.ts), whose map src/jobs/processors.ts lists`);
+    throw new Error(
+      `job "${name}" has no processor: add one to the processors.ts of the area that declares it (src/<area>/processors.ts), whose map src/jobs/processors.ts lists`,
+    );
   }
   return table;
 }
@@ -59,7 +61,9 @@ export async function startWorkers(p: Platform, queues: readonly QueueName[], ma
       maxStalledCount: 2,
     });
     worker.on('error', (err) => p.log.warn({ err, queue }, 'worker error'));
-    worker.on('failed', (job, err) => p.log.warn({ queue, jobId: job?.id, job: job?.name, attempt: job?.attemptsMade, reason: err.message }, 'job attempt failed'));
+    worker.on('failed', (job, err) =>
+      p.log.warn({ queue, jobId: job?.id, job: job?.name, attempt: job?.attemptsMade, reason: err.message }, 'job attempt failed'),
+    );
     workers.push(worker);
   }
   await Promise.all(workers.map((w) => w.waitUntilReady()));
@@ -69,10 +73,7 @@ export async function startWorkers(p: Platform, queues: readonly QueueName[], ma
     async close(timeoutMs) {
       const graceful = Promise.all(workers.map((w) => w.close()));
       let timer: NodeJS.Timeout | undefined;
-      const timedOut = await Promise.race([
-        graceful.then(() => false),
-        new Promise<boolean>((r) => (timer = setTimeout(() => r(true), timeoutMs))),
-      ]);
+      const timedOut = await Promise.race([graceful.then(() => false), new Promise<boolean>((r) => (timer = setTimeout(() => r(true), timeoutMs)))]);
       clearTimeout(timer);
       if (timedOut) {
         // Jobs still running are abandoned: dropping the connection stops their lock renewals,
@@ -101,7 +102,9 @@ async function dispatch(p: Platform, table: Map<string, { fn: Processor }>, job:
   }
   const parsed = def.payload.safeParse(payload);
   if (!parsed.success) {
-    throw new UnrecoverableError(encodeFailure(new AppError(400, `Invalid job payload: ${describeIssue(parsed.error.issues[0]!)}`, { code: 'invalid_payload' })));
+    throw new UnrecoverableError(
+      encodeFailure(new AppError(400, `Invalid job payload: ${describeIssue(parsed.error.issues[0]!)}`, { code: 'invalid_payload' })),
+    );
   }
   const replyTo = job.data.replyTo;
   const started = performance.now();

@@ -63,7 +63,12 @@ export class Authenticator {
     const cached = this.lookups.get(cacheKey);
     if (cached) return cached.token;
     const row = await store.findTokenByKeyHash(this.db, sha256Hex(key));
-    if (row) this.lookups.set(cacheKey, { userId: row.user_id, user: { id: row.user_id, username: row.username, role: row.user_role, status: row.user_status }, token: row });
+    if (row)
+      this.lookups.set(cacheKey, {
+        userId: row.user_id,
+        user: { id: row.user_id, username: row.username, role: row.user_role, status: row.user_status },
+        token: row,
+      });
     return row;
   }
 
@@ -155,7 +160,11 @@ export class Authenticator {
     if (!created) return;
     if (this.config.ROOT_PASSWORD) log.info('created user "root" (role 100) with the password from ROOT_PASSWORD');
     // Shown once: no default password exists, and this one is not stored anywhere but as a hash.
-    else log.warn({ username: 'root', initialPassword: password }, `created user "root" (role 100); its generated password is ${password} — change it, it is not shown again`);
+    else
+      log.warn(
+        { username: 'root', initialPassword: password },
+        `created user "root" (role 100); its generated password is ${password} — change it, it is not shown again`,
+      );
   }
 
   private usernameKey(username: string): string {

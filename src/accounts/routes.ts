@@ -59,7 +59,14 @@ export function accountsRouter(p: Platform): ApiRouter {
     envelope(ctx, store.publicUser(row));
   });
 
-  const updateSelf = { method: 'put', path: '/api/user/self', summary: 'Change own display name, email or password', auth: 'user', body: schema.updateSelfBody, responses: { 200: oneUser } } as const;
+  const updateSelf = {
+    method: 'put',
+    path: '/api/user/self',
+    summary: 'Change own display name, email or password',
+    auth: 'user',
+    body: schema.updateSelfBody,
+    responses: { 200: oneUser },
+  } as const;
   router.endpoint(updateSelf, async (ctx) => {
     const principal = await user(ctx);
     const body = parse(schema.updateSelfBody, ctx.request.body ?? {});
@@ -78,7 +85,13 @@ export function accountsRouter(p: Platform): ApiRouter {
   });
 
   /** Makes (and rotates) the caller's system access token for scripts; shown only here. */
-  const accessToken = { method: 'get', path: '/api/user/token', summary: 'Make (rotate) the system access token', auth: 'user', responses: { 200: ok('envelope with the token', envelopeOf(z.string())) } } as const;
+  const accessToken = {
+    method: 'get',
+    path: '/api/user/token',
+    summary: 'Make (rotate) the system access token',
+    auth: 'user',
+    responses: { 200: ok('envelope with the token', envelopeOf(z.string())) },
+  } as const;
   router.endpoint(accessToken, async (ctx) => {
     const { user: me } = await user(ctx);
     const token = randomAlnum(32);
@@ -115,7 +128,10 @@ export function accountsRouter(p: Platform): ApiRouter {
 
   const users = ok('envelope with users; X-Total-Count', envelopeOf(z.array(schema.userView)));
   router.endpoint({ method: 'get', path: '/api/user/', summary: 'List users', auth: 'admin', query: schema.pageQuery, responses: { 200: users } }, listUsers);
-  router.endpoint({ method: 'get', path: '/api/user/search', summary: 'Search users', auth: 'admin', query: schema.pageQuery, responses: { 200: users } }, listUsers);
+  router.endpoint(
+    { method: 'get', path: '/api/user/search', summary: 'Search users', auth: 'admin', query: schema.pageQuery, responses: { 200: users } },
+    listUsers,
+  );
   async function listUsers(ctx: Context) {
     await admin(ctx);
     const q = parse(schema.pageQuery, ctx.query);
@@ -175,23 +191,34 @@ export function accountsRouter(p: Platform): ApiRouter {
     p.auth.forgetUser(userId);
     envelope(ctx, store.publicUser(updated!));
   };
-  router.endpoint({ method: 'put', path: '/api/user/', summary: 'Change a user (id in the body)', auth: 'admin', body: schema.updateUserBody, responses: { 200: oneUser } }, (ctx) =>
-    updateUser(ctx, undefined),
+  router.endpoint(
+    { method: 'put', path: '/api/user/', summary: 'Change a user (id in the body)', auth: 'admin', body: schema.updateUserBody, responses: { 200: oneUser } },
+    (ctx) => updateUser(ctx, undefined),
   );
   router.endpoint(
-    { method: 'put', path: '/api/user/:id', summary: 'Change a user', auth: 'admin', body: schema.updateUserBody, responses: { 200: oneUser, 403: 'role too high' } },
+    {
+      method: 'put',
+      path: '/api/user/:id',
+      summary: 'Change a user',
+      auth: 'admin',
+      body: schema.updateUserBody,
+      responses: { 200: oneUser, 403: 'role too high' },
+    },
     (ctx) => updateUser(ctx, id(ctx)),
   );
 
-  router.endpoint({ method: 'delete', path: '/api/user/:id', summary: 'Delete a user', auth: 'admin', responses: { 200: 'envelope', 404: 'unknown' } }, async (ctx) => {
-    const principal = await admin(ctx);
-    const target = await visibleUser(principal, id(ctx));
-    if (target.id === principal.user.id) throw forbidden('You cannot delete yourself', { code: 'self_delete' });
-    if (target.role >= principal.user.role) throw forbidden('Cannot delete a user whose role is equal to or above your own', { code: 'role_too_high' });
-    await store.deleteUser(p.db, target.id);
-    p.auth.forgetUser(target.id);
-    envelope(ctx);
-  });
+  router.endpoint(
+    { method: 'delete', path: '/api/user/:id', summary: 'Delete a user', auth: 'admin', responses: { 200: 'envelope', 404: 'unknown' } },
+    async (ctx) => {
+      const principal = await admin(ctx);
+      const target = await visibleUser(principal, id(ctx));
+      if (target.id === principal.user.id) throw forbidden('You cannot delete yourself', { code: 'self_delete' });
+      if (target.role >= principal.user.role) throw forbidden('Cannot delete a user whose role is equal to or above your own', { code: 'role_too_high' });
+      await store.deleteUser(p.db, target.id);
+      p.auth.forgetUser(target.id);
+      envelope(ctx);
+    },
+  );
 
   /** Admins see users below their role (and themselves); root sees everyone. */
   async function visibleUser(principal: Principal, userId: number) {
@@ -205,14 +232,37 @@ export function accountsRouter(p: Platform): ApiRouter {
   // ---- API tokens (owner only) ---------------------------------------------------------------
 
   const tokens = ok('envelope with tokens (keys masked); X-Total-Count', envelopeOf(z.array(schema.tokenView)));
-  router.endpoint({ method: 'get', path: '/api/token/', tag: TOKENS, summary: "The caller's API keys (masked)", auth: 'user', query: schema.pageQuery, responses: { 200: tokens } }, listTokens);
-  const searchTokens = { method: 'get', path: '/api/token/search', tag: TOKENS, summary: "Search the caller's API keys by name", auth: 'user', query: schema.pageQuery, responses: { 200: tokens } } as const;
+  router.endpoint(
+    {
+      method: 'get',
+      path: '/api/token/',
+      tag: TOKENS,
+      summary: "The caller's API keys (masked)",
+      auth: 'user',
+      query: schema.pageQuery,
+      responses: { 200: tokens },
+    },
+    listTokens,
+  );
+  const searchTokens = {
+    method: 'get',
+    path: '/api/token/search',
+    tag: TOKENS,
+    summary: "Search the caller's API keys by name",
+    auth: 'user',
+    query: schema.pageQuery,
+    responses: { 200: tokens },
+  } as const;
   router.endpoint(searchTokens, listTokens);
   async function listTokens(ctx: Context) {
     const { user: me } = await user(ctx);
     const q = parse(schema.pageQuery, ctx.query);
     const { rows, total } = await store.listTokens(p.db, me.id, { offset: q.p * q.page_size, limit: q.page_size, keyword: q.keyword });
-    envelopeList(ctx, rows.map((t) => publicToken(t)), total);
+    envelopeList(
+      ctx,
+      rows.map((t) => publicToken(t)),
+      total,
+    );
   }
 
   const createToken = {
@@ -236,7 +286,14 @@ export function accountsRouter(p: Platform): ApiRouter {
     envelope(ctx, publicToken(row, key), 201);
   });
 
-  const oneTokenSpec = { method: 'get', path: '/api/token/:id', tag: TOKENS, summary: 'One API key (masked)', auth: 'user', responses: { 200: oneToken, 404: 'unknown or not yours' } } as const;
+  const oneTokenSpec = {
+    method: 'get',
+    path: '/api/token/:id',
+    tag: TOKENS,
+    summary: 'One API key (masked)',
+    auth: 'user',
+    responses: { 200: oneToken, 404: 'unknown or not yours' },
+  } as const;
   router.endpoint(oneTokenSpec, async (ctx) => {
     const { user: me } = await user(ctx);
     const row = await store.getToken(p.db, me.id, id(ctx));
@@ -259,7 +316,8 @@ export function accountsRouter(p: Platform): ApiRouter {
     const next = { ...current, ...patch } as typeof current;
     if (patch.status === 1 && current.status !== 1) {
       if (isExpired(next)) throw badRequest('This token has expired; extend expired_time before enabling it', { code: 'token_expired' });
-      if (isExhausted(next)) throw badRequest('This token has no quota left; raise remain_quota or set unlimited_quota before enabling it', { code: 'token_exhausted' });
+      if (isExhausted(next))
+        throw badRequest('This token has no quota left; raise remain_quota or set unlimited_quota before enabling it', { code: 'token_exhausted' });
     }
     const row = await store.updateToken(p.db, me.id, body.id, patch);
     p.auth.forgetUser(me.id);
@@ -276,11 +334,26 @@ export function accountsRouter(p: Platform): ApiRouter {
   } as const;
   router.endpoint(updateTokenSpec, (ctx) => updateToken(ctx, undefined));
   router.endpoint(
-    { method: 'put', path: '/api/token/:id', tag: TOKENS, summary: 'Change an API key', auth: 'user', body: schema.updateTokenBody.partial({ id: true }), responses: { 200: oneToken } },
+    {
+      method: 'put',
+      path: '/api/token/:id',
+      tag: TOKENS,
+      summary: 'Change an API key',
+      auth: 'user',
+      body: schema.updateTokenBody.partial({ id: true }),
+      responses: { 200: oneToken },
+    },
     (ctx) => updateToken(ctx, id(ctx)),
   );
 
-  const deleteTokenSpec = { method: 'delete', path: '/api/token/:id', tag: TOKENS, summary: 'Delete an API key', auth: 'user', responses: { 200: 'envelope', 404: 'unknown or not yours' } } as const;
+  const deleteTokenSpec = {
+    method: 'delete',
+    path: '/api/token/:id',
+    tag: TOKENS,
+    summary: 'Delete an API key',
+    auth: 'user',
+    responses: { 200: 'envelope', 404: 'unknown or not yours' },
+  } as const;
   router.endpoint(deleteTokenSpec, async (ctx) => {
     const { user: me } = await user(ctx);
     const row = await store.getToken(p.db, me.id, id(ctx));
@@ -293,8 +366,27 @@ export function accountsRouter(p: Platform): ApiRouter {
   // ---- redemption codes (admin) --------------------------------------------------------------
 
   const codes = ok('envelope with codes; X-Total-Count', envelopeOf(z.array(schema.redemptionView)));
-  router.endpoint({ method: 'get', path: '/api/redemption/', tag: CODES, summary: 'List redemption codes', auth: 'admin', query: schema.pageQuery, responses: { 200: codes } }, listRedemptions);
-  const searchCodes = { method: 'get', path: '/api/redemption/search', tag: CODES, summary: 'Search codes by name or id', auth: 'admin', query: schema.pageQuery, responses: { 200: codes } } as const;
+  router.endpoint(
+    {
+      method: 'get',
+      path: '/api/redemption/',
+      tag: CODES,
+      summary: 'List redemption codes',
+      auth: 'admin',
+      query: schema.pageQuery,
+      responses: { 200: codes },
+    },
+    listRedemptions,
+  );
+  const searchCodes = {
+    method: 'get',
+    path: '/api/redemption/search',
+    tag: CODES,
+    summary: 'Search codes by name or id',
+    auth: 'admin',
+    query: schema.pageQuery,
+    responses: { 200: codes },
+  } as const;
   router.endpoint(searchCodes, listRedemptions);
   async function listRedemptions(ctx: Context) {
     await admin(ctx);
@@ -317,15 +409,22 @@ export function accountsRouter(p: Platform): ApiRouter {
     const body = parse(schema.createRedemptionBody, ctx.request.body ?? {});
     const keys = Array.from({ length: body.count }, () => randomHex(16));
     const rows = await store.createRedemptions(p.db, principal.user.id, body.name, body.quota, keys);
-    envelope(ctx, rows.map((r) => r.key), 201);
+    envelope(
+      ctx,
+      rows.map((r) => r.key),
+      201,
+    );
   });
 
-  router.endpoint({ method: 'get', path: '/api/redemption/:id', tag: CODES, summary: 'One code', auth: 'admin', responses: { 200: oneCode, 404: 'unknown' } }, async (ctx) => {
-    await admin(ctx);
-    const row = await store.getRedemption(p.db, id(ctx));
-    if (!row) throw notFound('Redemption code not found');
-    envelope(ctx, row);
-  });
+  router.endpoint(
+    { method: 'get', path: '/api/redemption/:id', tag: CODES, summary: 'One code', auth: 'admin', responses: { 200: oneCode, 404: 'unknown' } },
+    async (ctx) => {
+      await admin(ctx);
+      const row = await store.getRedemption(p.db, id(ctx));
+      if (!row) throw notFound('Redemption code not found');
+      envelope(ctx, row);
+    },
+  );
 
   const updateCode = {
     method: 'put',
@@ -349,12 +448,15 @@ export function accountsRouter(p: Platform): ApiRouter {
     envelope(ctx, row);
   });
 
-  router.endpoint({ method: 'delete', path: '/api/redemption/:id', tag: CODES, summary: 'Delete a code', auth: 'admin', responses: { 200: 'envelope', 404: 'unknown' } }, async (ctx) => {
-    await admin(ctx);
-    const deleted = await store.deleteRedemption(p.db, id(ctx));
-    if (!deleted) throw notFound('Redemption code not found');
-    envelope(ctx);
-  });
+  router.endpoint(
+    { method: 'delete', path: '/api/redemption/:id', tag: CODES, summary: 'Delete a code', auth: 'admin', responses: { 200: 'envelope', 404: 'unknown' } },
+    async (ctx) => {
+      await admin(ctx);
+      const deleted = await store.deleteRedemption(p.db, id(ctx));
+      if (!deleted) throw notFound('Redemption code not found');
+      envelope(ctx);
+    },
+  );
 
   return router;
 }

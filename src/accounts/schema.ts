@@ -66,7 +66,10 @@ const subnetList = z
   .max(2000)
   .nullish()
   .transform((v, ctx) => {
-    const list = (v ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+    const list = (v ?? '')
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean);
     for (const cidr of list) {
       if (!parseCidr(cidr)) {
         ctx.addIssue({ code: 'custom', message: `"${cidr}" is not an IP address or CIDR` });
@@ -146,7 +149,11 @@ export const pageQuery = z.object({
   keyword: z.string().max(100).optional(),
 });
 
-export const idParam = z.coerce.number({ error: 'must be a numeric id' }).int('must be a numeric id').positive('must be a numeric id').max(2_147_483_647, 'must be a numeric id');
+export const idParam = z.coerce
+  .number({ error: 'must be a numeric id' })
+  .int('must be a numeric id')
+  .positive('must be a numeric id')
+  .max(2_147_483_647, 'must be a numeric id');
 
 export interface UserRow {
   id: number;

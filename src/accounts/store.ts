@@ -49,8 +49,7 @@ export async function createUser(db: Db, input: CreateUserInput, passwordHash: s
 
 export const getUser = (db: Db, id: number) => db<UserRow>('users').where({ id }).first();
 
-export const findUserByUsername = (db: Db, username: string) =>
-  db<UserRow>('users').whereRaw('lower(username) = lower(?)', [username]).first();
+export const findUserByUsername = (db: Db, username: string) => db<UserRow>('users').whereRaw('lower(username) = lower(?)', [username]).first();
 
 export async function listUsers(db: Db, opts: { offset: number; limit: number; keyword?: string }) {
   const base = db<UserRow>('users');
@@ -109,7 +108,13 @@ export async function ensureRootUser(db: Db, passwordHash: string): Promise<bool
 // sessions
 
 export async function createSession(db: Db, s: { idHash: string; userId: number; expiresAt: Date; ip?: string; userAgent?: string }) {
-  await db('sessions').insert({ id_hash: s.idHash, user_id: s.userId, expires_at: s.expiresAt, ip: s.ip ?? null, user_agent: s.userAgent?.slice(0, 500) ?? null });
+  await db('sessions').insert({
+    id_hash: s.idHash,
+    user_id: s.userId,
+    expires_at: s.expiresAt,
+    ip: s.ip ?? null,
+    user_agent: s.userAgent?.slice(0, 500) ?? null,
+  });
   // Housekeeping rides on logins: expired sessions go now and then, without a scheduler.
   if (Math.random() < 0.05) await db('sessions').where('expires_at', '<', db.fn.now()).delete();
 }
@@ -163,7 +168,10 @@ export async function listTokens(db: Db, userId: number, opts: { offset: number;
 export const getToken = (db: Db, userId: number, id: number) => db<TokenRow>('tokens').where({ id, user_id: userId }).first();
 
 export async function updateToken(db: Db, userId: number, id: number, patch: Partial<Omit<UpdateTokenInput, 'id'>>): Promise<TokenRow | undefined> {
-  const [row] = await db<TokenRow>('tokens').where({ id, user_id: userId }).update(patch as Partial<TokenRow>).returning('*');
+  const [row] = await db<TokenRow>('tokens')
+    .where({ id, user_id: userId })
+    .update(patch as Partial<TokenRow>)
+    .returning('*');
   return row;
 }
 
@@ -256,10 +264,18 @@ export type QuotaShortfall = { ok: false; which: 'user' | 'token'; left: number 
  * remain_quota, in one transaction. Each UPDATE is conditional (quota >= amount), so concurrent
  * calls can never take a balance below zero: the loser gets a shortfall and nothing is taken.
  */
-export async function reserveQuota(db: Db, userId: number, token: { id: number; unlimited: boolean } | null, amount: number): Promise<{ ok: true } | QuotaShortfall> {
+export async function reserveQuota(
+  db: Db,
+  userId: number,
+  token: { id: number; unlimited: boolean } | null,
+  amount: number,
+): Promise<{ ok: true } | QuotaShortfall> {
   if (amount <= 0) return { ok: true };
   class Shortfall extends Error {
-    constructor(readonly which: 'user' | 'token', readonly left: number) {
+    constructor(
+      readonly which: 'user' | 'token',
+      readonly left: number,
+    ) {
       super('quota shortfall');
     }
   }

@@ -38,7 +38,10 @@ export class UsageRecorder {
             [...requests].flat(),
           );
         }
-        if (tokens.length) await this.db('tokens').whereIn('id', tokens).update({ accessed_time: Math.floor(Date.now() / 1000) });
+        if (tokens.length)
+          await this.db('tokens')
+            .whereIn('id', tokens)
+            .update({ accessed_time: Math.floor(Date.now() / 1000) });
       } catch (err) {
         // Counters are best effort: a lost second of counts must never fail a request.
         this.log.warn({ err }, 'could not write request counters');

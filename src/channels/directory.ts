@@ -16,11 +16,7 @@ export interface ChannelEntry {
   status: number;
 }
 
-export type ModelAvailability =
-  | { kind: 'unknown' }
-  | { kind: 'no-channel' }
-  | { kind: 'no-price' }
-  | { kind: 'ok'; price: number; channels: ChannelEntry[] };
+export type ModelAvailability = { kind: 'unknown' } | { kind: 'no-channel' } | { kind: 'no-price' } | { kind: 'ok'; price: number; channels: ChannelEntry[] };
 
 /**
  * Every channel, re-read from Postgres at most every `ttlMs`. Changes made through this process

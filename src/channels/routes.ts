@@ -23,8 +23,14 @@ export function channelsRouter(p: Platform): ApiRouter {
     envelopeList(ctx, rows.map(publicChannel), total);
   }
   const listed = ok('envelope with channels (keys as hints); X-Total-Count', envelopeOf(z.array(channelView)));
-  router.endpoint({ method: 'get', path: '/api/channel/', summary: 'List upstream channels', auth: 'admin', query: pageQuery, responses: { 200: listed } }, list);
-  router.endpoint({ method: 'get', path: '/api/channel/search', summary: 'Search channels by name or model', auth: 'admin', query: pageQuery, responses: { 200: listed } }, list);
+  router.endpoint(
+    { method: 'get', path: '/api/channel/', summary: 'List upstream channels', auth: 'admin', query: pageQuery, responses: { 200: listed } },
+    list,
+  );
+  router.endpoint(
+    { method: 'get', path: '/api/channel/search', summary: 'Search channels by name or model', auth: 'admin', query: pageQuery, responses: { 200: listed } },
+    list,
+  );
 
   const create = {
     method: 'post',
@@ -58,20 +64,31 @@ export function channelsRouter(p: Platform): ApiRouter {
     p.channels.invalidate();
     envelope(ctx, publicChannel(row));
   };
-  router.endpoint({ method: 'put', path: '/api/channel/', summary: 'Change a channel (id in the body)', auth: 'admin', body: updateChannelBody, responses: { 200: one } }, (ctx) =>
-    update(ctx, undefined),
+  router.endpoint(
+    { method: 'put', path: '/api/channel/', summary: 'Change a channel (id in the body)', auth: 'admin', body: updateChannelBody, responses: { 200: one } },
+    (ctx) => update(ctx, undefined),
   );
   router.endpoint(
-    { method: 'put', path: '/api/channel/:id', summary: 'Change a channel', auth: 'admin', body: updateChannelBody.partial({ id: true }), responses: { 200: one } },
+    {
+      method: 'put',
+      path: '/api/channel/:id',
+      summary: 'Change a channel',
+      auth: 'admin',
+      body: updateChannelBody.partial({ id: true }),
+      responses: { 200: one },
+    },
     (ctx) => update(ctx, parse(idParam, ctx.params.id, { param: 'id' })),
   );
 
-  router.endpoint({ method: 'delete', path: '/api/channel/:id', summary: 'Delete a channel', auth: 'admin', responses: { 200: 'envelope', 404: 'unknown' } }, async (ctx) => {
-    await admin(ctx);
-    if (!(await store.deleteChannel(p.db, parse(idParam, ctx.params.id, { param: 'id' })))) throw notFound('Channel not found');
-    p.channels.invalidate();
-    envelope(ctx);
-  });
+  router.endpoint(
+    { method: 'delete', path: '/api/channel/:id', summary: 'Delete a channel', auth: 'admin', responses: { 200: 'envelope', 404: 'unknown' } },
+    async (ctx) => {
+      await admin(ctx);
+      if (!(await store.deleteChannel(p.db, parse(idParam, ctx.params.id, { param: 'id' })))) throw notFound('Channel not found');
+      p.channels.invalidate();
+      envelope(ctx);
+    },
+  );
 
   return router;
 }

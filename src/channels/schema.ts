@@ -38,7 +38,9 @@ const mapping = z
   });
 
 /** one-api numbers channel types; 1 is OpenAI. Only OpenAI-compatible upstreams are supported. */
-const channelType = z.union([z.literal('openai'), z.literal(1)], { error: 'must be "openai" (only OpenAI-compatible upstreams are supported)' }).transform(() => 'openai' as const);
+const channelType = z
+  .union([z.literal('openai'), z.literal(1)], { error: 'must be "openai" (only OpenAI-compatible upstreams are supported)' })
+  .transform(() => 'openai' as const);
 const price = z.number({ error: 'must be a number (quota per 1K tokens) or null' }).min(0, 'must not be negative').max(1e12).nullable();
 
 export const createChannelBody = z.object({
@@ -126,4 +128,3 @@ export function publicChannel(c: ChannelRow): z.infer<typeof channelView> {
     updated_time: c.updated_time,
   };
 }
-

@@ -53,10 +53,11 @@ export async function listChannels(db: Db, opts: { offset: number; limit: number
 }
 
 export async function autoDisableChannel(db: Db, id: number, reason: string): Promise<void> {
-  await db('channels').where({ id, status: CHANNEL_STATUS.enabled }).update({ status: CHANNEL_STATUS.autoDisabled, status_reason: reason.slice(0, 1000), updated_time: nowSeconds() });
+  await db('channels')
+    .where({ id, status: CHANNEL_STATUS.enabled })
+    .update({ status: CHANNEL_STATUS.autoDisabled, status_reason: reason.slice(0, 1000), updated_time: nowSeconds() });
 }
 
 export async function addChannelUsage(db: Db, id: number, quota: number): Promise<void> {
   if (quota > 0) await db('channels').where({ id }).increment('used_quota', quota);
 }
-

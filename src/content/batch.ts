@@ -19,7 +19,10 @@ export async function runBatch(db: Db, rawItems: unknown[], progress?: (percent:
   });
   await progress?.(50);
   // Upserting by url makes a re-run (after a crashed worker) write the same rows again, not new ones.
-  const rows = await upsertItems(db, valid.map((v) => v.item));
+  const rows = await upsertItems(
+    db,
+    valid.map((v) => v.item),
+  );
   const idByUrl = new Map(rows.map((r) => [r.url, r.id]));
   const created = valid.map((v) => ({ index: v.index, id: idByUrl.get(v.item.url)!, url: v.item.url }));
   await progress?.(100);

@@ -31,7 +31,12 @@ export function contentRouter(p: Platform): ApiRouter {
     summary: 'Store an item (an existing url is updated in place)',
     auth: 'user',
     body: s.contentItemBody,
-    responses: { 201: ok('created', s.itemView), 200: ok('updated', s.itemView), 400: ok('missing fields, score out of range, or a field named', plainError), 500: ok('Failed to create content', plainError) },
+    responses: {
+      201: ok('created', s.itemView),
+      200: ok('updated', s.itemView),
+      400: ok('missing fields, score out of range, or a field named', plainError),
+      500: ok('Failed to create content', plainError),
+    },
   } as const;
   router.endpoint(create, async (ctx) => {
     await auth(ctx);
@@ -88,7 +93,13 @@ export function contentRouter(p: Platform): ApiRouter {
     ctx.body = rows.map(s.publicItem);
   });
 
-  const one = { method: 'get', path: '/api/content/:id', summary: 'One item', auth: 'user', responses: { 200: ok('the item', s.itemView), 404: ok('Content not found', plainError) } } as const;
+  const one = {
+    method: 'get',
+    path: '/api/content/:id',
+    summary: 'One item',
+    auth: 'user',
+    responses: { 200: ok('the item', s.itemView), 404: ok('Content not found', plainError) },
+  } as const;
   router.endpoint(one, async (ctx) => {
     await auth(ctx);
     const id = String(ctx.params.id);

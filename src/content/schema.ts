@@ -21,16 +21,14 @@ const optionalText = (max: number) =>
     .nullish()
     .transform((v) => (v === undefined || v === null || v === '' ? null : v));
 
-const isoDate = z
-  .union([z.string(), z.number()], { error: 'must be an ISO 8601 date' })
-  .transform((v, ctx) => {
-    const d = new Date(v);
-    if (Number.isNaN(d.getTime()) || (typeof v === 'string' && !/^\d{4}-\d{2}-\d{2}/.test(v))) {
-      ctx.addIssue({ code: 'custom', message: 'must be an ISO 8601 date' });
-      return z.NEVER;
-    }
-    return d;
-  });
+const isoDate = z.union([z.string(), z.number()], { error: 'must be an ISO 8601 date' }).transform((v, ctx) => {
+  const d = new Date(v);
+  if (Number.isNaN(d.getTime()) || (typeof v === 'string' && !/^\d{4}-\d{2}-\d{2}/.test(v))) {
+    ctx.addIssue({ code: 'custom', message: 'must be an ISO 8601 date' });
+    return z.NEVER;
+  }
+  return d;
+});
 
 /** The fields after the required-field and score checks (which have their own messages). */
 const itemFields = z.object({
@@ -68,7 +66,16 @@ export function checkItem(raw: unknown): ItemCheck {
   const f = parsed.data;
   return {
     ok: true,
-    item: { source: f.source, url: f.url, title: f.title, summary: f.summary, content: f.content, score, analyzedBy: f.analyzedBy, analyzedAt: f.analyzedAt ?? null },
+    item: {
+      source: f.source,
+      url: f.url,
+      title: f.title,
+      summary: f.summary,
+      content: f.content,
+      score,
+      analyzedBy: f.analyzedBy,
+      analyzedAt: f.analyzedAt ?? null,
+    },
   };
 }
 
@@ -92,12 +99,17 @@ export const listQuery = z.object({
   orderBy: z.enum(ORDER_BY, { error: `Invalid orderBy: must be one of ${ORDER_BY.join(', ')}` }).default('score'),
   order: z.enum(['asc', 'desc'], { error: 'Invalid order: must be asc or desc' }).default('desc'),
   source: z.string().min(1).max(64, 'Invalid source: must be 1-64 characters').optional(),
-  minScore: numberParam('minScore').pipe(z.number().min(0, 'Invalid minScore: must be between 0 and 10').max(10, 'Invalid minScore: must be between 0 and 10')).optional(),
-  maxScore: numberParam('maxScore').pipe(z.number().min(0, 'Invalid maxScore: must be between 0 and 10').max(10, 'Invalid maxScore: must be between 0 and 10')).optional(),
+  minScore: numberParam('minScore')
+    .pipe(z.number().min(0, 'Invalid minScore: must be between 0 and 10').max(10, 'Invalid minScore: must be between 0 and 10'))
+    .optional(),
+  maxScore: numberParam('maxScore')
+    .pipe(z.number().min(0, 'Invalid maxScore: must be between 0 and 10').max(10, 'Invalid maxScore: must be between 0 and 10'))
+    .optional(),
   since: dateParam('since').optional(),
   until: dateParam('until').optional(),
   q: z
     .string()
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what this replaces
     .transform((v) => v.replace(/[\u0000-\u001f]/g, ' ').trim())
     .pipe(z.string().max(200, 'Invalid q: must be at most 200 characters'))
     .optional(),

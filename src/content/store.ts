@@ -108,7 +108,12 @@ export async function listItems(db: Db, q: ListQuery, cursor: Cursor | undefined
     const value = q.orderBy === 'score' ? cursor.value : new Date(cursor.value);
     page.whereRaw(`(??, id) ${q.order === 'desc' ? '<' : '>'} (?, ?)`, [col, value, cursor.id]);
   }
-  page.orderBy([{ column: col, order: q.order }, { column: 'id', order: q.order }]).limit(q.limit + 1);
+  page
+    .orderBy([
+      { column: col, order: q.order },
+      { column: 'id', order: q.order },
+    ])
+    .limit(q.limit + 1);
 
   const total = hasFilters(q) ? boundedCount(db, filtered) : countFromStats(db, q.source).then((n) => ({ n, exact: true }));
   const [rows, count] = await Promise.all([page, total]);
@@ -127,7 +132,9 @@ const COUNT_BUDGET_MS = 50;
  */
 async function boundedCount(db: Db, filtered: () => Knex.QueryBuilder): Promise<{ n: number; exact: boolean }> {
   const exact = async (trx: Knex) => {
-    const [r] = await filtered().transacting(trx as Knex.Transaction).count<{ n: number | string }[]>({ n: '*' });
+    const [r] = await filtered()
+      .transacting(trx as Knex.Transaction)
+      .count<{ n: number | string }[]>({ n: '*' });
     return { n: Number(r?.n ?? 0), exact: true };
   };
   if (isEmbedded(db)) return exact(db);

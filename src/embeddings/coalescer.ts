@@ -65,7 +65,8 @@ export class EmbeddingsCoalescer {
   private async dispatch(batch: Pending[]) {
     try {
       const run = await this.p.jobs.run('embeddings.create', { requests: batch.map((b) => b.req) }, { owner: null, waitMs: this.p.config.SYNC_WAIT_MS });
-      if (!run.done || !Array.isArray(run.result)) throw new AppError(504, 'Embedding generation did not finish in time; try again.', { code: 'timeout', type: 'server_error' });
+      if (!run.done || !Array.isArray(run.result))
+        throw new AppError(504, 'Embedding generation did not finish in time; try again.', { code: 'timeout', type: 'server_error' });
       batch.forEach((b, i) => b.resolve(run.result[i]!));
     } catch (err) {
       for (const b of batch) b.reject(err);

@@ -30,7 +30,13 @@ async function generateOne(p: Platform, req: GenerationRequest): Promise<Generat
   if (missing.length) {
     const textOf = new Map(hashes.map((h, i) => [h, req.inputs[i]!]));
     const tokensOf = new Map(hashes.map((h, i) => [h, req.tokens[i]!]));
-    const relayed = await relayEmbeddings(p, model.name, model.channels, missing.map((h) => textOf.get(h)!), req.dimensions);
+    const relayed = await relayEmbeddings(
+      p,
+      model.name,
+      model.channels,
+      missing.map((h) => textOf.get(h)!),
+      req.dimensions,
+    );
     channelId = relayed.channel.id;
     const rows = missing.map((h, i) => {
       const v = relayed.vectors[i]!;
@@ -43,7 +49,8 @@ async function generateOne(p: Platform, req: GenerationRequest): Promise<Generat
   }
   // Inputs answered from the cache count with their own tokens (they are billed like any other).
   hashes.forEach((h, i) => {
-    if (sentUpstream.has(h)) sentUpstream.delete(h); // its first occurrence is in the upstream's count
+    if (sentUpstream.has(h))
+      sentUpstream.delete(h); // its first occurrence is in the upstream's count
     else promptTokens += req.tokens[i]!;
   });
   return { ok: true, vectors: hashes.map((h) => vectorByHash.get(h)!.toString('base64')), promptTokens, channelId };

@@ -18,11 +18,21 @@ export async function resolveModel(config: Config, channels: ChannelDirectory, n
   const a = await channels.availability(name);
   switch (a.kind) {
     case 'unknown':
-      throw notFound(`The model '${name}' does not exist or you do not have access to it.`, { code: 'model_not_found', param: 'model', type: 'invalid_request_error' });
+      throw notFound(`The model '${name}' does not exist or you do not have access to it.`, {
+        code: 'model_not_found',
+        param: 'model',
+        type: 'invalid_request_error',
+      });
     case 'no-channel':
-      throw new AppError(503, `No available channel for model '${name}': every channel that serves it is disabled.`, { code: 'no_available_channel', type: 'server_error' });
+      throw new AppError(503, `No available channel for model '${name}': every channel that serves it is disabled.`, {
+        code: 'no_available_channel',
+        type: 'server_error',
+      });
     case 'no-price':
-      throw badRequest(`The model '${name}' has no price configured, so it cannot be used: an admin must set a price on one of its channels.`, { code: 'model_price_not_set', param: 'model' });
+      throw badRequest(`The model '${name}' has no price configured, so it cannot be used: an admin must set a price on one of its channels.`, {
+        code: 'model_price_not_set',
+        param: 'model',
+      });
     default:
       return { kind: 'upstream', name, price: a.price, channels: a.channels };
   }

@@ -26,7 +26,10 @@ export function embeddingsRouter(p: Platform): ApiRouter {
       throw forbidden(`This API key may not use the model '${req.model}'.`, { code: 'model_not_allowed', type: 'invalid_request_error', param: 'model' });
     }
     if (model.kind === 'local' && req.dimensions !== undefined && req.dimensions > model.maxDimensions) {
-      throw badRequest(`Invalid 'dimensions': ${req.dimensions} is greater than the maximum of ${model.maxDimensions} for ${model.name}.`, { param: 'dimensions', type: 'invalid_request_error' });
+      throw badRequest(`Invalid 'dimensions': ${req.dimensions} is greater than the maximum of ${model.maxDimensions} for ${model.name}.`, {
+        param: 'dimensions',
+        type: 'invalid_request_error',
+      });
     }
     if (model.kind === 'upstream' && req.dimensions !== undefined && req.dimensions > 3072) {
       throw badRequest(`Invalid 'dimensions': ${req.dimensions} is greater than the maximum of 3072.`, { param: 'dimensions', type: 'invalid_request_error' });
@@ -37,11 +40,18 @@ export function embeddingsRouter(p: Platform): ApiRouter {
     for (let i = 0; i < req.inputs.length; i++) {
       const n = countWithin(req.inputs[i]!, MAX_INPUT_TOKENS);
       if (n === false) {
-        throw badRequest(`This model's maximum context length is ${MAX_INPUT_TOKENS} tokens, but input[${i}] is longer. Shorten it.`, { param: `input[${i}]`, code: 'context_length_exceeded' });
+        throw badRequest(`This model's maximum context length is ${MAX_INPUT_TOKENS} tokens, but input[${i}] is longer. Shorten it.`, {
+          param: `input[${i}]`,
+          code: 'context_length_exceeded',
+        });
       }
       tokens[i] = n;
       total += n;
-      if (total > MAX_REQUEST_TOKENS) throw badRequest(`The request has more than ${MAX_REQUEST_TOKENS} tokens in all; send fewer inputs per request.`, { param: 'input', code: 'max_tokens_per_request' });
+      if (total > MAX_REQUEST_TOKENS)
+        throw badRequest(`The request has more than ${MAX_REQUEST_TOKENS} tokens in all; send fewer inputs per request.`, {
+          param: 'input',
+          code: 'max_tokens_per_request',
+        });
     }
 
     // Reserve the quota this call will cost before doing any work; settle once the usage is known.
@@ -107,16 +117,26 @@ export function embeddingsRouter(p: Platform): ApiRouter {
   async function visibleModels(ctx: Context) {
     const { token } = await authorizeApiKey(ctx, p);
     const upstream = await p.channels.servedModels();
-    return [...LOCAL_MODELS.map((m) => modelObject(m, 'switchyard')), ...upstream.filter((m) => !LOCAL_MODELS.includes(m as never)).map((m) => modelObject(m, 'upstream'))].filter((m) =>
-      modelAllowed(token!.models, m.id),
-    );
+    return [
+      ...LOCAL_MODELS.map((m) => modelObject(m, 'switchyard')),
+      ...upstream.filter((m) => !LOCAL_MODELS.includes(m as never)).map((m) => modelObject(m, 'upstream')),
+    ].filter((m) => modelAllowed(token!.models, m.id));
   }
 
-  router.endpoint({ method: 'get', path: '/v1/models', summary: 'Models this key may use', auth: 'apiKey', responses: { 200: 'OpenAI model list' } }, async (ctx) => {
-    ctx.body = { object: 'list', data: await visibleModels(ctx) };
-  });
+  router.endpoint(
+    { method: 'get', path: '/v1/models', summary: 'Models this key may use', auth: 'apiKey', responses: { 200: 'OpenAI model list' } },
+    async (ctx) => {
+      ctx.body = { object: 'list', data: await visibleModels(ctx) };
+    },
+  );
 
-  const model = { method: 'get', path: '/v1/models/:model', summary: 'One model', auth: 'apiKey', responses: { 200: 'OpenAI model object', 404: ok('unknown or not allowed', openaiError) } } as const;
+  const model = {
+    method: 'get',
+    path: '/v1/models/:model',
+    summary: 'One model',
+    auth: 'apiKey',
+    responses: { 200: 'OpenAI model object', 404: ok('unknown or not allowed', openaiError) },
+  } as const;
   router.endpoint(model, async (ctx) => {
     const found = (await visibleModels(ctx)).find((m) => m.id === ctx.params.model);
     if (!found) throw notFound(`The model '${ctx.params.model}' does not exist or you do not have access to it.`, { code: 'model_not_found', param: 'model' });
@@ -131,8 +151,6 @@ export function embeddingsRouter(p: Platform): ApiRouter {
  * Float32Array writes each number exactly as JSON.stringify would, without the detour.
  */
 function responseJson(model: string, vectors: string[], base64: boolean, promptTokens: number): string {
-  const data = vectors.map(
-    (v, index) => `{"object":"embedding","index":${index},"embedding":${base64 ? `"${v}"` : `[${base64ToFloats(v).join(',')}]`}}`,
-  );
+  const data = vectors.map((v, index) => `{"object":"embedding","index":${index},"embedding":${base64 ? `"${v}"` : `[${base64ToFloats(v).join(',')}]`}}`);
   return `{"object":"list","data":[${data.join(',')}],"model":${JSON.stringify(model)},"usage":{"prompt_tokens":${promptTokens},"total_tokens":${promptTokens}}}`;
 }

@@ -51,7 +51,7 @@ function inputError(input: unknown): AppError {
   if (input.length > MAX_INPUTS) return invalid(`'input' has ${input.length} items; at most ${MAX_INPUTS} are allowed.`, 'input');
   const bad = input.findIndex((x) => typeof x !== 'string');
   if (bad >= 0) return invalid(`Invalid type for 'input[${bad}]': expected a string, but got ${describe(input[bad])}.`, `input[${bad}]`);
-  const empty = input.findIndex((x) => x === '');
+  const empty = input.indexOf('');
   return invalid(`'input[${empty}]' must not be an empty string.`, `input[${empty}]`);
 }
 
@@ -65,10 +65,13 @@ export function parseEmbeddingsRequest(body: unknown, pathModel?: string): Embed
     const field = String(issue.path[0] ?? '');
     if (field === 'input') throw inputError(b.input);
     if (field === 'model') throw invalid("Invalid type for 'model': expected a string of at most 200 characters.", 'model');
-    if (field === 'encoding_format') throw invalid(`Invalid value for 'encoding_format': expected 'float' or 'base64', but got ${JSON.stringify(b.encoding_format)}.`, 'encoding_format');
+    if (field === 'encoding_format')
+      throw invalid(`Invalid value for 'encoding_format': expected 'float' or 'base64', but got ${JSON.stringify(b.encoding_format)}.`, 'encoding_format');
     if (field === 'dimensions') {
       throw invalid(
-        typeof b.dimensions === 'number' && Number.isInteger(b.dimensions) ? `Invalid 'dimensions': ${b.dimensions} is less than the minimum of 1.` : "Invalid type for 'dimensions': expected an integer.",
+        typeof b.dimensions === 'number' && Number.isInteger(b.dimensions)
+          ? `Invalid 'dimensions': ${b.dimensions} is less than the minimum of 1.`
+          : "Invalid type for 'dimensions': expected an integer.",
         'dimensions',
       );
     }

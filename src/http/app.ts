@@ -47,7 +47,10 @@ export function buildRouters(p: Platform): ApiRouter[] {
 }
 
 /** Every documented endpoint (the fuzz test walks them). */
-export const documentedEndpoints = (p: Platform): Endpoint[] => buildRouters(p).flatMap((r) => r.endpoints).concat(boardEndpoint);
+export const documentedEndpoints = (p: Platform): Endpoint[] =>
+  buildRouters(p)
+    .flatMap((r) => r.endpoints)
+    .concat(boardEndpoint);
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
@@ -71,7 +74,11 @@ function requestContext(p: Platform): Koa.Middleware {
       const ms = performance.now() - started;
       const route = (ctx as unknown as { _matchedRoute?: unknown })._matchedRoute;
       observeHttp(ctx.method, typeof route === 'string' ? route : ctx.path.startsWith('/admin/queues') ? '/admin/queues' : 'unmatched', ctx.status, ms / 1000);
-      if (accessLog) ctx.state.log!.info({ method: ctx.method, path: ctx.path, status: ctx.status, ms: Math.round(ms * 100) / 100, user: ctx.state.principal?.user.id }, 'request');
+      if (accessLog)
+        ctx.state.log!.info(
+          { method: ctx.method, path: ctx.path, status: ctx.status, ms: Math.round(ms * 100) / 100, user: ctx.state.principal?.user.id },
+          'request',
+        );
     }
   };
 }

@@ -117,17 +117,27 @@ export async function authorize(ctx: Context, p: Platform, minRole = 1, opts: { 
 export async function authorizeApiKey(ctx: Context, p: Platform): Promise<Principal> {
   const key = bearer(ctx);
   if (!key) {
-    throw unauthorized("You didn't provide an API key. Send it in the Authorization header as: Authorization: Bearer sk-...", { code: 'missing_api_key', type: 'invalid_request_error' });
+    throw unauthorized("You didn't provide an API key. Send it in the Authorization header as: Authorization: Bearer sk-...", {
+      code: 'missing_api_key',
+      type: 'invalid_request_error',
+    });
   }
   const token = await p.auth.apiKey(key);
   const shown = key.length > 10 ? `${key.slice(0, 6)}****${key.slice(-4)}` : '****';
   if (!token) throw unauthorized(`Incorrect API key provided: ${shown}.`, { code: 'invalid_api_key', type: 'invalid_request_error' });
   if (token.status !== 1) throw unauthorized('This API key is disabled.', { code: 'token_disabled', type: 'invalid_request_error' });
   if (isExpired(token)) throw unauthorized('This API key has expired.', { code: 'token_expired', type: 'invalid_request_error' });
-  if (isExhausted(token)) throw unauthorized('This API key has no quota left (remain_quota is 0 and it is not unlimited).', { code: 'token_exhausted', type: 'insufficient_quota' });
-  if (!ipAllowed(token.subnet, clientIp(ctx))) throw forbidden('This API key may not be used from your IP address.', { code: 'ip_not_allowed', type: 'invalid_request_error' });
-  if (token.user_status !== USER_STATUS.enabled) throw forbidden('The user of this API key is disabled.', { code: 'user_disabled', type: 'invalid_request_error' });
-  const principal: Principal = { via: 'api_key', token, user: { id: token.user_id, username: token.username, role: token.user_role, status: token.user_status } };
+  if (isExhausted(token))
+    throw unauthorized('This API key has no quota left (remain_quota is 0 and it is not unlimited).', { code: 'token_exhausted', type: 'insufficient_quota' });
+  if (!ipAllowed(token.subnet, clientIp(ctx)))
+    throw forbidden('This API key may not be used from your IP address.', { code: 'ip_not_allowed', type: 'invalid_request_error' });
+  if (token.user_status !== USER_STATUS.enabled)
+    throw forbidden('The user of this API key is disabled.', { code: 'user_disabled', type: 'invalid_request_error' });
+  const principal: Principal = {
+    via: 'api_key',
+    token,
+    user: { id: token.user_id, username: token.username, role: token.user_role, status: token.user_status },
+  };
   ctx.state.principal = principal;
   return principal;
 }

@@ -45,8 +45,7 @@ export function bodyParser(limitBytes: number): Middleware {
   };
 }
 
-const tooLarge = (limit: number) =>
-  new AppError(413, `Request body too large (limit ${limit} bytes)`, { code: 'payload_too_large' });
+const tooLarge = (limit: number) => new AppError(413, `Request body too large (limit ${limit} bytes)`, { code: 'payload_too_large' });
 
 function readText(req: NodeJS.ReadableStream, limit: number, onOverflow: () => void): Promise<string> {
   return new Promise((resolve, reject) => {

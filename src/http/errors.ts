@@ -60,4 +60,3 @@ export function writeError(ctx: Context, err: AppError) {
   for (const [k, v] of Object.entries(err.headers ?? {})) ctx.set(k, v);
   ctx.body = errorBody(errorShapeFor(ctx.path), err);
 }
-

@@ -2,7 +2,7 @@
 import { PassThrough } from 'node:stream';
 import type { Context } from 'koa';
 import type { Platform } from '../platform.js';
-import { jobStates, jobView, type JobEvent } from '../jobs/client.js';
+import { jobView, type JobEvent } from '../jobs/client.js';
 import type { JobName, PayloadOf, ResultOf } from '../jobs/registry.js';
 import type { JobEnvelope } from '../jobs/wire.js';
 import { ROLE } from '../accounts/schema.js';
@@ -76,17 +76,33 @@ export function jobsRouter(p: Platform): ApiRouter {
     const queue = String(ctx.query.queue ?? 'content');
     if (!(queueNames as readonly string[]).includes(queue)) throw badRequest(`queue: must be one of ${queueNames.join(', ')}`, { param: 'queue' });
     const started = performance.now();
-    const outcome = await p.jobs.run(`${queue as QueueName}.ping`, {}, { owner: principal.user.id, requestId: ctx.state.requestId, waitMs: Math.min(p.config.SYNC_WAIT_MS, 10_000) });
+    const outcome = await p.jobs.run(
+      `${queue as QueueName}.ping`,
+      {},
+      { owner: principal.user.id, requestId: ctx.state.requestId, waitMs: Math.min(p.config.SYNC_WAIT_MS, 10_000) },
+    );
     if (!outcome.done) throw new AppError(504, `No ${queue} worker answered within the wait: is one running for this queue?`, { code: 'no_worker' });
     ctx.body = { queue, worker: outcome.result.worker, roundTripMs: Math.round((performance.now() - started) * 100) / 100 };
   });
 
-  const one = { method: 'get', path: '/api/jobs/:id', summary: 'A job you submitted (admins: any)', auth: 'user', responses: { 200: ok('the job', jobView), 404: ok('unknown, expired or not yours', plainError) } } as const;
+  const one = {
+    method: 'get',
+    path: '/api/jobs/:id',
+    summary: 'A job you submitted (admins: any)',
+    auth: 'user',
+    responses: { 200: ok('the job', jobView), 404: ok('unknown, expired or not yours', plainError) },
+  } as const;
   router.endpoint(one, async (ctx) => {
     ctx.body = await p.jobs.view(await visibleJob(ctx));
   });
 
-  const events = { method: 'get', path: '/api/jobs/:id/events', summary: 'Server-sent events: state, progress, then completed or failed', auth: 'user', responses: { 200: 'text/event-stream' } } as const;
+  const events = {
+    method: 'get',
+    path: '/api/jobs/:id/events',
+    summary: 'Server-sent events: state, progress, then completed or failed',
+    auth: 'user',
+    responses: { 200: 'text/event-stream' },
+  } as const;
   router.endpoint(events, async (ctx) => {
     const job = await visibleJob(ctx);
     const stream = new PassThrough();

@@ -28,14 +28,23 @@ export function openApiDocument(endpoints: readonly Endpoint[]): unknown {
     const p = e.path.replace(/:([A-Za-z]+)/g, '{$1}');
     const pathParams = [...e.path.matchAll(/:([A-Za-z]+)/g)].map((m) => ({ name: m[1], in: 'path', required: true, schema: { type: 'string' } }));
     const query = e.query
-      ? Object.entries(e.query.shape).map(([name, s]) => ({ name, in: 'query', required: !(s as z.ZodType).safeParse(undefined).success, schema: schemaOf(s as z.ZodType) }))
+      ? Object.entries(e.query.shape).map(([name, s]) => ({
+          name,
+          in: 'query',
+          required: !(s as z.ZodType).safeParse(undefined).success,
+          schema: schemaOf(s as z.ZodType),
+        }))
       : [];
     const responses: Record<string, unknown> = {};
     for (const [status, r] of Object.entries(e.responses)) {
       const { description, schema } = typeof r === 'string' ? { description: r, schema: undefined } : r;
       responses[status] = schema ? { description, content: { 'application/json': { schema: schemaOf(schema) } } } : { description };
     }
-    if (e.job) responses['202'] = { description: 'Prefer: respond-async, or the wait (SYNC_WAIT_MS) ran out: the job goes on', content: { 'application/json': { schema: schemaOf(accepted) } } };
+    if (e.job)
+      responses['202'] = {
+        description: 'Prefer: respond-async, or the wait (SYNC_WAIT_MS) ran out: the job goes on',
+        content: { 'application/json': { schema: schemaOf(accepted) } },
+      };
     if (e.auth !== 'none') responses['401'] ??= { description: 'no or invalid credentials' };
     (paths[p] ??= {})[e.method] = {
       tags: [e.tag],
@@ -44,7 +53,12 @@ export function openApiDocument(endpoints: readonly Endpoint[]): unknown {
       security: SECURITY[e.auth],
       parameters: [...pathParams, ...query, ...(e.job ? [{ name: 'Prefer', in: 'header', schema: { type: 'string', enum: ['respond-async'] } }] : [])],
       ...(e.body
-        ? { requestBody: { required: true, content: e.body === 'text' ? { 'text/plain': { schema: { type: 'string' } } } : { 'application/json': { schema: schemaOf(e.body) } } } }
+        ? {
+            requestBody: {
+              required: true,
+              content: e.body === 'text' ? { 'text/plain': { schema: { type: 'string' } } } : { 'application/json': { schema: schemaOf(e.body) } },
+            },
+          }
         : {}),
       responses,
     };
@@ -59,7 +73,11 @@ export function openApiDocument(endpoints: readonly Endpoint[]): unknown {
     },
     components: {
       securitySchemes: {
-        bearer: { type: 'http', scheme: 'bearer', description: 'An sk- API key, or a system access token (GET /api/user/token); the bare token without "Bearer" works too on /api' },
+        bearer: {
+          type: 'http',
+          scheme: 'bearer',
+          description: 'An sk- API key, or a system access token (GET /api/user/token); the bare token without "Bearer" works too on /api',
+        },
         session: { type: 'apiKey', in: 'cookie', name: 'sy_session' },
         basic: { type: 'http', scheme: 'basic' },
       },

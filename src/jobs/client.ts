@@ -32,10 +32,7 @@ export const jobView = z.object({
 });
 export type JobView = z.infer<typeof jobView>;
 
-export type JobEvent =
-  | { type: 'progress'; data: unknown }
-  | { type: 'completed'; result: unknown }
-  | { type: 'failed'; error: AppError };
+export type JobEvent = { type: 'progress'; data: unknown } | { type: 'completed'; result: unknown } | { type: 'failed'; error: AppError };
 
 export function defaultJobOptions(config: Config): JobsOptions {
   return {
@@ -199,7 +196,13 @@ export class JobClient {
         );
       }, ms);
     });
-    return { promise, cancel: () => { clearTimeout(timer); unsubscribe(); } };
+    return {
+      promise,
+      cancel: () => {
+        clearTimeout(timer);
+        unsubscribe();
+      },
+    };
   }
 
   /** Enqueue and wait: the one helper job-backed endpoints use. */

@@ -56,4 +56,3 @@ export function queueOfJobId(id: string): QueueName | undefined {
   const q = id.slice(0, id.indexOf('-'));
   return (queueNames as readonly string[]).includes(q) ? (q as QueueName) : undefined;
 }
-

@@ -1,27 +1,128 @@
 // Finds the verification / one-time code in an email (subject, text, HTML) with rules only: no network, no model.
 
-export interface CodeSource { subject?: string | null; text?: string | null; html?: string | null }
-export interface FoundCode { code: string; score: number; }
+export interface CodeSource {
+  subject?: string | null;
+  text?: string | null;
+  html?: string | null;
+}
+export interface FoundCode {
+  code: string;
+  score: number;
+}
 
 // ---------------------------------------------------------------------------------------------------------------
 // HTML to text
 
 const NAMED_ENTITIES: Record<string, string> = {
-  amp: '&', lt: '<', gt: '>', quot: '"', apos: "'", nbsp: '\u00a0', ensp: ' ', emsp: ' ', thinsp: ' ',
-  zwnj: '', zwj: '', shy: '', lrm: '', rlm: '',
-  copy: '©', reg: '®', trade: '™', hellip: '…', mdash: '—', ndash: '–', minus: '−', middot: '·', bull: '•',
-  lsquo: '‘', rsquo: '’', sbquo: '‚', ldquo: '“', rdquo: '”', bdquo: '„', laquo: '«', raquo: '»', lsaquo: '‹', rsaquo: '›',
-  euro: '€', pound: '£', yen: '¥', cent: '¢', curren: '¤', deg: '°', times: '×', divide: '÷', plusmn: '±', micro: 'µ',
-  para: '¶', sect: '§', dagger: '†', Dagger: '‡', iexcl: '¡', iquest: '¿', ordf: 'ª', ordm: 'º', prime: '′', rarr: '→', larr: '←',
-  aacute: 'á', eacute: 'é', iacute: 'í', oacute: 'ó', uacute: 'ú', yacute: 'ý', Aacute: 'Á', Eacute: 'É', Iacute: 'Í', Oacute: 'Ó', Uacute: 'Ú',
-  agrave: 'à', egrave: 'è', igrave: 'ì', ograve: 'ò', ugrave: 'ù', Agrave: 'À', Egrave: 'È',
-  acirc: 'â', ecirc: 'ê', icirc: 'î', ocirc: 'ô', ucirc: 'û', Acirc: 'Â', Ecirc: 'Ê',
-  auml: 'ä', euml: 'ë', iuml: 'ï', ouml: 'ö', uuml: 'ü', yuml: 'ÿ', Auml: 'Ä', Ouml: 'Ö', Uuml: 'Ü',
-  atilde: 'ã', otilde: 'õ', ntilde: 'ñ', Atilde: 'Ã', Otilde: 'Õ', Ntilde: 'Ñ',
-  ccedil: 'ç', Ccedil: 'Ç', szlig: 'ß', aring: 'å', Aring: 'Å', aelig: 'æ', AElig: 'Æ', oslash: 'ø', Oslash: 'Ø', oelig: 'œ', OElig: 'Œ',
+  amp: '&',
+  lt: '<',
+  gt: '>',
+  quot: '"',
+  apos: "'",
+  nbsp: '\u00a0',
+  ensp: ' ',
+  emsp: ' ',
+  thinsp: ' ',
+  zwnj: '',
+  zwj: '',
+  shy: '',
+  lrm: '',
+  rlm: '',
+  copy: '©',
+  reg: '®',
+  trade: '™',
+  hellip: '…',
+  mdash: '—',
+  ndash: '–',
+  minus: '−',
+  middot: '·',
+  bull: '•',
+  lsquo: '‘',
+  rsquo: '’',
+  sbquo: '‚',
+  ldquo: '“',
+  rdquo: '”',
+  bdquo: '„',
+  laquo: '«',
+  raquo: '»',
+  lsaquo: '‹',
+  rsaquo: '›',
+  euro: '€',
+  pound: '£',
+  yen: '¥',
+  cent: '¢',
+  curren: '¤',
+  deg: '°',
+  times: '×',
+  divide: '÷',
+  plusmn: '±',
+  micro: 'µ',
+  para: '¶',
+  sect: '§',
+  dagger: '†',
+  Dagger: '‡',
+  iexcl: '¡',
+  iquest: '¿',
+  ordf: 'ª',
+  ordm: 'º',
+  prime: '′',
+  rarr: '→',
+  larr: '←',
+  aacute: 'á',
+  eacute: 'é',
+  iacute: 'í',
+  oacute: 'ó',
+  uacute: 'ú',
+  yacute: 'ý',
+  Aacute: 'Á',
+  Eacute: 'É',
+  Iacute: 'Í',
+  Oacute: 'Ó',
+  Uacute: 'Ú',
+  agrave: 'à',
+  egrave: 'è',
+  igrave: 'ì',
+  ograve: 'ò',
+  ugrave: 'ù',
+  Agrave: 'À',
+  Egrave: 'È',
+  acirc: 'â',
+  ecirc: 'ê',
+  icirc: 'î',
+  ocirc: 'ô',
+  ucirc: 'û',
+  Acirc: 'Â',
+  Ecirc: 'Ê',
+  auml: 'ä',
+  euml: 'ë',
+  iuml: 'ï',
+  ouml: 'ö',
+  uuml: 'ü',
+  yuml: 'ÿ',
+  Auml: 'Ä',
+  Ouml: 'Ö',
+  Uuml: 'Ü',
+  atilde: 'ã',
+  otilde: 'õ',
+  ntilde: 'ñ',
+  Atilde: 'Ã',
+  Otilde: 'Õ',
+  Ntilde: 'Ñ',
+  ccedil: 'ç',
+  Ccedil: 'Ç',
+  szlig: 'ß',
+  aring: 'å',
+  Aring: 'Å',
+  aelig: 'æ',
+  AElig: 'Æ',
+  oslash: 'ø',
+  Oslash: 'Ø',
+  oelig: 'œ',
+  OElig: 'Œ',
 };
 
 // Zero-width joiners, soft hyphens and the combining grapheme joiner (&#847;) pad preheaders; they would split codes.
+// biome-ignore lint/suspicious/noMisleadingCharacterClass: U+034F stands alone here (it is removed), not combined with a neighbour
 const INVISIBLE = /[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180e\u200b-\u200f\u2060-\u2064\ufeff]/g;
 
 function decodeEntities(s: string): string {
@@ -36,8 +137,10 @@ function decodeEntities(s: string): string {
 }
 
 const BLOCK_TAGS = new Set(
-  ('p div br hr h1 h2 h3 h4 h5 h6 li ul ol dl dt dd tr table thead tbody tfoot caption section article header footer nav aside main ' +
-    'blockquote pre center address form fieldset figure figcaption option').split(' '),
+  (
+    'p div br hr h1 h2 h3 h4 h5 h6 li ul ol dl dt dd tr table thead tbody tfoot caption section article header footer nav aside main ' +
+    'blockquote pre center address form fieldset figure figcaption option'
+  ).split(' '),
 );
 // Elements whose content is never message text (CSS, scripts, metadata).
 const DROPPED_ELEMENTS = new Set(['head', 'style', 'script', 'noscript', 'template', 'svg', 'title', 'xml']);
@@ -131,34 +234,103 @@ const MONTH_RE = new RegExp(`(?<![\\p{L}])(?:${MONTHS})(?![\\p{L}])`, 'iu');
 // Labels whose value is an identifier, never a code: order, tracking, invoice, account, meeting numbers...
 // Latin labels need word boundaries; CJK ones cannot have them.
 const ID_LABELS_LATIN = [
-  'order(?:\\s+(?:number|no\\.?|id))?', 'invoice', 'receipt', 'tracking(?:\\s+(?:number|no\\.?|id|code))?', 'transaction\\s+(?:id|number|no\\.?)',
-  'reference(?:\\s+(?:number|no\\.?|id|code))?', 'ref\\.?', 'case', 'ticket', 'booking(?:\\s+(?:number|reference|ref\\.?))?', 'reservation(?:\\s+number)?',
-  'confirmation\\s+(?:number|no\\.?|#)', 'membership(?:\\s+number)?', 'member\\s+(?:id|number|no\\.?)', 'customer\\s+(?:id|number|no\\.?)',
-  'account\\s+(?:number|no\\.?|#)', '(?:account|card)\\s+ending(?:\\s+in)?', 'ending\\s+in', 'ends\\s+in', 'policy(?:\\s+number)?', 'claim(?:\\s+number)?',
-  'serial(?:\\s+number)?', 'sku', 'item(?:\\s+(?:number|no\\.?|#))', 'model(?:\\s+number)?', 'meeting\\s+id', 'webinar\\s+id', 'user\\s+id', 'id',
-  'auth(?:ori[sz]ation)?\\s+code', 'approval\\s+code',
-  'bestellung', 'bestellnummer', 'sendungsnummer', 'rechnungsnummer', 'rechnung', 'kundennummer', 'auftragsnummer', 'vorgangsnummer',
-  'hrb', 'hra', 'ust-idnr\\.?', 'steuernummer', 'iban',
-  'pedido', 'factura(?:\\s+n\\.?\\s*º)?', 'nif', 'cif', 'n[úu]mero\\s+de\\s+(?:pedido|seguimiento|factura)', 'referencia',
-  'commande', 'facture', 'num[ée]ro\\s+de\\s+(?:commande|suivi|facture)', 'siret', 'siren',
-  'заказ', 'трек-номер', 'номер\\s+заказа', 'сч[её]т', 'инн', 'огрн',
+  'order(?:\\s+(?:number|no\\.?|id))?',
+  'invoice',
+  'receipt',
+  'tracking(?:\\s+(?:number|no\\.?|id|code))?',
+  'transaction\\s+(?:id|number|no\\.?)',
+  'reference(?:\\s+(?:number|no\\.?|id|code))?',
+  'ref\\.?',
+  'case',
+  'ticket',
+  'booking(?:\\s+(?:number|reference|ref\\.?))?',
+  'reservation(?:\\s+number)?',
+  'confirmation\\s+(?:number|no\\.?|#)',
+  'membership(?:\\s+number)?',
+  'member\\s+(?:id|number|no\\.?)',
+  'customer\\s+(?:id|number|no\\.?)',
+  'account\\s+(?:number|no\\.?|#)',
+  '(?:account|card)\\s+ending(?:\\s+in)?',
+  'ending\\s+in',
+  'ends\\s+in',
+  'policy(?:\\s+number)?',
+  'claim(?:\\s+number)?',
+  'serial(?:\\s+number)?',
+  'sku',
+  'item(?:\\s+(?:number|no\\.?|#))',
+  'model(?:\\s+number)?',
+  'meeting\\s+id',
+  'webinar\\s+id',
+  'user\\s+id',
+  'id',
+  'auth(?:ori[sz]ation)?\\s+code',
+  'approval\\s+code',
+  'bestellung',
+  'bestellnummer',
+  'sendungsnummer',
+  'rechnungsnummer',
+  'rechnung',
+  'kundennummer',
+  'auftragsnummer',
+  'vorgangsnummer',
+  'hrb',
+  'hra',
+  'ust-idnr\\.?',
+  'steuernummer',
+  'iban',
+  'pedido',
+  'factura(?:\\s+n\\.?\\s*º)?',
+  'nif',
+  'cif',
+  'n[úu]mero\\s+de\\s+(?:pedido|seguimiento|factura)',
+  'referencia',
+  'commande',
+  'facture',
+  'num[ée]ro\\s+de\\s+(?:commande|suivi|facture)',
+  'siret',
+  'siren',
+  'заказ',
+  'трек-номер',
+  'номер\\s+заказа',
+  'сч[её]т',
+  'инн',
+  'огрн',
 ];
 const ID_LABELS_CJK = [
-  '订单号', '订单编号', '订单', '快递单号', '运单号', '物流单号', '交易单号', '流水号', '訂單編號', '訂單', '備案號', 'ICP备', 'ICP備',
-  '注文番号', 'お問い合わせ番号', '伝票番号', '会員番号', '주문번호', '송장번호', '운송장번호', '회원번호', '사업자등록번호',
+  '订单号',
+  '订单编号',
+  '订单',
+  '快递单号',
+  '运单号',
+  '物流单号',
+  '交易单号',
+  '流水号',
+  '訂單編號',
+  '訂單',
+  '備案號',
+  'ICP备',
+  'ICP備',
+  '注文番号',
+  'お問い合わせ番号',
+  '伝票番号',
+  '会員番号',
+  '주문번호',
+  '송장번호',
+  '운송장번호',
+  '회원번호',
+  '사업자등록번호',
 ];
-const ID_VALUE = '\\s*(?:#|№|n[º°o]\\.?|nr\\.?|no\\.?)?\\s*[:：#№]?\\s*(?=[A-Z0-9-]{0,40}\\d)[A-Z0-9][A-Z0-9-]{0,40}(?:[ ](?=[A-Z0-9-]{0,40}\\d)[A-Z0-9-]{1,40}){0,6}';
+const ID_VALUE =
+  '\\s*(?:#|№|n[º°o]\\.?|nr\\.?|no\\.?)?\\s*[:：#№]?\\s*(?=[A-Z0-9-]{0,40}\\d)[A-Z0-9][A-Z0-9-]{0,40}(?:[ ](?=[A-Z0-9-]{0,40}\\d)[A-Z0-9-]{1,40}){0,6}';
 
 const PHONE_LABELS =
-  'tel(?:ephone|efon|[ée]fono|[ée]phone)?|phone|call(?:\\s+us)?(?:\\s+(?:at|on))?|fax|mobile|hotline|whatsapp|telefone' +
-  '|тел(?:ефон)?|звоните';
-const PHONE_LABELS_CJK = '電話|电话|客服专线|客服專線|客服热线|客服熱線|服务热线|服務專線|客服|热线|熱線|手机|手機|カスタマーセンター|お問い合わせ|고객센터|전화';
+  'tel(?:ephone|efon|[ée]fono|[ée]phone)?|phone|call(?:\\s+us)?(?:\\s+(?:at|on))?|fax|mobile|hotline|whatsapp|telefone' + '|тел(?:ефон)?|звоните';
+const PHONE_LABELS_CJK =
+  '電話|电话|客服专线|客服專線|客服热线|客服熱線|服务热线|服務專線|客服|热线|熱線|手机|手機|カスタマーセンター|お問い合わせ|고객센터|전화';
 const PHONE_VALUE = '\\s*[:：.]?\\s*\\(?\\+?\\d[\\d ().-]{3,24}\\d';
 
-const ADDRESS_WORD = new RegExp(
-  '(?:(?<![\\p{L}])\\p{L}*(?:stra(?:ß|ss)e|gasse|weg|platz|allee)(?![\\p{L}])|(?<![\\p{L}])(?:street|st\\.?|str\\.|avenue|ave\\.?|road|rd\\.?|blvd|boulevard|suite|ste\\.|floor|lane|calle|avenida|av\\.|rua|rue|plaza|piso|cedex|po box|p\\.o\\. box|ул\\.|улица|проспект|г\\.|д\\.)(?![\\p{L}])|[路街]\\d|(?<!\\d)\\d{1,6}[号號]|丁目|番地)',
-  'iu',
-);
+const ADDRESS_WORD =
+  /(?:(?<![\p{L}])\p{L}*(?:stra(?:ß|ss)e|gasse|weg|platz|allee)(?![\p{L}])|(?<![\p{L}])(?:street|st\.?|str\.|avenue|ave\.?|road|rd\.?|blvd|boulevard|suite|ste\.|floor|lane|calle|avenida|av\.|rua|rue|plaza|piso|cedex|po box|p\.o\. box|ул\.|улица|проспект|г\.|д\.)(?![\p{L}])|[路街]\d|(?<!\d)\d{1,6}[号號]|丁目|番地)/iu;
 
 // Applied in order: later patterns see earlier masks, so a URL's digits can never be re-read as a date.
 const MASKS: RegExp[] = [
@@ -236,22 +408,94 @@ function mask(s: string): string {
 // Keywords
 
 const STRONG_LATIN = [
-  'one[- ]?time(?:\\s+(?:pass(?:code|word)|code|pin))?', 'otp', 'passcode', 'pass\\s+code', '2fa', 'mfa', 'pin(?:-code)?', 'tan',
-  'security\\s+code', 'login\\s+code', 'sign[- ]in\\s+code', 'verification\\s+code', 'confirmation\\s+code', 'access\\s+code', 'auth(?:entication)?\\s+code',
-  'código', 'codigo', 'clave', 'c[oó]digo\\s+de\\s+verificaci[oó]n', 'código\\s+de\\s+verificação',
-  'code\\s+de\\s+v[ée]rification', 'code\\s+de\\s+confirmation', 'code\\s+de\\s+s[ée]curit[ée]',
-  'код(?:а|ом)?(?:\\s+подтверждения)?', 'пароль', 'одноразов\\p{L}*',
+  'one[- ]?time(?:\\s+(?:pass(?:code|word)|code|pin))?',
+  'otp',
+  'passcode',
+  'pass\\s+code',
+  '2fa',
+  'mfa',
+  'pin(?:-code)?',
+  'tan',
+  'security\\s+code',
+  'login\\s+code',
+  'sign[- ]in\\s+code',
+  'verification\\s+code',
+  'confirmation\\s+code',
+  'access\\s+code',
+  'auth(?:entication)?\\s+code',
+  'código',
+  'codigo',
+  'clave',
+  'c[oó]digo\\s+de\\s+verificaci[oó]n',
+  'código\\s+de\\s+verificação',
+  'code\\s+de\\s+v[ée]rification',
+  'code\\s+de\\s+confirmation',
+  'code\\s+de\\s+s[ée]curit[ée]',
+  'код(?:а|ом)?(?:\\s+подтверждения)?',
+  'пароль',
+  'одноразов\\p{L}*',
   'einmal(?:passwort|code|kennwort)',
 ];
 const WEAK_LATIN = [
-  'verification', 'verify', 'verifying', 'verified', 'confirm', 'confirmation', 'authentication', 'authenticate', 'authenticator', 'two-factor', '2-step',
-  'verificación', 'verificacion', 'verificação', 'verificar', 'confirmar', 'confirme', 'vérification', 'vérifier', 'confirmer',
-  'bestätigung', 'bestätigen', 'verifizierung', 'verifizieren', 'anmeldung', 'подтверждени\\p{L}*', 'подтвердить', 'вход\\p{L}*',
+  'verification',
+  'verify',
+  'verifying',
+  'verified',
+  'confirm',
+  'confirmation',
+  'authentication',
+  'authenticate',
+  'authenticator',
+  'two-factor',
+  '2-step',
+  'verificación',
+  'verificacion',
+  'verificação',
+  'verificar',
+  'confirmar',
+  'confirme',
+  'vérification',
+  'vérifier',
+  'confirmer',
+  'bestätigung',
+  'bestätigen',
+  'verifizierung',
+  'verifizieren',
+  'anmeldung',
+  'подтверждени\\p{L}*',
+  'подтвердить',
+  'вход\\p{L}*',
 ];
 const STRONG_CJK = [
-  '验证码', '校验码', '动态码', '驗證碼', '確認碼', '确认码', '认证码', '認證碼', '安全码', '安全碼', '动态密码', '動態密碼', '一次性密码', '校驗碼',
-  '認証コード', '確認コード', '認証番号', '確認番号', 'ワンタイム', 'セキュリティコード', '検証コード', 'ワンタイムパスワード',
-  '인증번호', '인증 ?코드', '보안 ?코드', '확인 ?코드', '승인번호', '인증 ?번호', 'OTP',
+  '验证码',
+  '校验码',
+  '动态码',
+  '驗證碼',
+  '確認碼',
+  '确认码',
+  '认证码',
+  '認證碼',
+  '安全码',
+  '安全碼',
+  '动态密码',
+  '動態密碼',
+  '一次性密码',
+  '校驗碼',
+  '認証コード',
+  '確認コード',
+  '認証番号',
+  '確認番号',
+  'ワンタイム',
+  'セキュリティコード',
+  '検証コード',
+  'ワンタイムパスワード',
+  '인증번호',
+  '인증 ?코드',
+  '보안 ?코드',
+  '확인 ?코드',
+  '승인번호',
+  '인증 ?번호',
+  'OTP',
 ];
 const WEAK_CJK = ['验证', '驗證', '認証', '인증'];
 
@@ -266,14 +510,17 @@ const KEYWORD_TEST = new RegExp(KEYWORD_RE.source, 'iu');
 const WEAK_RE = new RegExp(`^(?:${[...WEAK_LATIN, ...WEAK_CJK].join('|')})$`, 'iu');
 
 // "code" that names something else: promo/postal/source/error codes and friends.
-const NOT_A_CODE_PREFIX =
-  /^(?:promo|rabatt|gutschein|aktions|discount|coupon|voucher|gift|post|zip|bar|qr|source|error|status|fehler|промо|штрих|индекс)/iu;
+const NOT_A_CODE_PREFIX = /^(?:promo|rabatt|gutschein|aktions|discount|coupon|voucher|gift|post|zip|bar|qr|source|error|status|fehler|промо|штрих|индекс)/iu;
 const NOT_A_CODE_BEFORE =
   /(?<![\p{L}])(?:promo(?:tional)?|discount|coupon|voucher|gift|postal|post|zip|area|country|source|qr|bar|error|status|reference|referral|invite|invitation|tracking|dress|offer|sale|colou?r|html|auth(?:ori[sz]ation)?|approval|redeem|redemption|referencia|recovery|backup|vs)[\s-]*$/iu;
 const NOT_A_CODE_AFTER =
   /^\s*(?:review|reviews|postal|promo|promocional|de\s+(?:descuento|réduction|promoción|promoção|desconto)|of\s+conduct|base|snippet|block|signing|has\s+been\s+used|was\s+(?:just\s+)?used|is\s+no\s+longer|expired)/iu;
 
-interface Keyword { start: number; end: number; strong: boolean }
+interface Keyword {
+  start: number;
+  end: number;
+  strong: boolean;
+}
 
 function findKeywords(s: string): Keyword[] {
   const out: Keyword[] = [];
@@ -301,13 +548,19 @@ function findKeywords(s: string): Keyword[] {
 // ---------------------------------------------------------------------------------------------------------------
 // Candidates
 
-interface Candidate { code: string; start: number; end: number; digits: boolean }
+interface Candidate {
+  code: string;
+  start: number;
+  end: number;
+  digits: boolean;
+}
 
 const ALNUM_STOP = /^(?:UTF|ISO|SHA|MD|COVID|SARS|RFC|CVE|AES|RSA|TLS|SSL|USB|MP|IPV|HTTP|WPA|DDR|LTE|PCIE|HDMI|ECMA|ES|IOS|IE|WIN)-?\d/;
 const UNIT_TOKEN = /^\d{1,4}(?:PX|PT|EM|GB|MB|KB|TB|MHZ|GHZ|HZ|MP|FPS|K|P|G|H|D|M|S|X|ST|ND|RD|TH|AM|PM|HRS?|MIN|MM|CM|KM|KG|ML)$/;
 const UNIT_AFTER =
   /^\s?(?:px|pt|em|rem|vh|vw|dpi|ms|secs?|seconds?|mins?|minutes?|hrs?|hours?|days?|weeks?|months?|years?|yrs?|kb|mb|gb|tb|kg|km|mi|miles?|items?|points?|pts|users?|people|members|views|times|x|×|st|nd|rd|th|分钟|分鐘|分|秒|小时|小時|天|日|个|個|件|元|次|人|名|時間|分間|円|点|초|분|시간|일|원|개|мин\p{L}*|сек\p{L}*|час\p{L}*|дн\p{L}*|шт|руб\p{L}*|₽|minuten|min\.|stunden|tage|stück|minutos|horas|días|dias|heures?|jours?)(?![\p{L}])/iu;
-const YEAR_BEFORE = /(?<![\p{L}])(?:©|\(c\)|copyright|since|seit|desde|depuis|established|est\.|founded|gegründet|fundad[ao]|fondée?|year|jahr|año|année|ano|год|in|im|en|de|em|en|fy|q[1-4])\W{0,3}$/iu;
+const YEAR_BEFORE =
+  /(?<![\p{L}])(?:©|\(c\)|copyright|since|seit|desde|depuis|established|est\.|founded|gegründet|fundad[ao]|fondée?|year|jahr|año|année|ano|год|in|im|en|de|em|en|fy|q[1-4])\W{0,3}$/iu;
 const YEAR_AFTER = /^\s?(?:年|년|г\.|года?|[-–]\s?\d{2,4})/u;
 
 const isAlnumChar = (c: string | undefined) => c !== undefined && /[A-Za-z0-9]/.test(c);
@@ -391,7 +644,7 @@ function alnumCandidate(s: string, parts: string[], start: number, end: number):
 // Scoring
 
 const MAX_GAP = 80;
-const LABEL_BEFORE = /(?:[:：]|(?<![\p{L}])(?:is|are|was|ist|lautet|est|es|é|são|será|sind|это|—|-)|[是为為は])\s*["'“‘«「『【\[(（]?\s*$/iu;
+const LABEL_BEFORE = /(?:[:：]|(?<![\p{L}])(?:is|are|was|ist|lautet|est|es|é|são|será|sind|это|—|-)|[是为為は])\s*["'“‘«「『【[(（]?\s*$/iu;
 
 function lengthPoints(c: Candidate): number {
   const n = c.code.replace('-', '').length;
@@ -436,7 +689,7 @@ function scoreCandidate(s: string, c: Candidate, keywords: Keyword[], inSubject:
   if (yearLike && (YEAR_BEFORE.test(before) || YEAR_AFTER.test(after) || nearbyMonth(s, c.start, c.end))) return null;
 
   const line = shortLineAround(s, c.start, c.end);
-  const ownLine = line !== null && line.replace(/[\s"'“”‘’«»「」『』【】\[\]()（）:：.。,，!！-]/g, '') === c.code.replace('-', '');
+  const ownLine = line !== null && line.replace(/[\s"'“”‘’«»「」『』【】[\]()（）:：.。,，!！-]/g, '') === c.code.replace('-', '');
 
   let best: { gap: number; sameLine: boolean; before: boolean; strong: boolean } | null = null;
   // Keywords are sorted by position; only those within reach are looked at, so long mails stay linear.
@@ -458,7 +711,7 @@ function scoreCandidate(s: string, c: Candidate, keywords: Keyword[], inSubject:
     if (breaks > 1) continue;
     const gap = between.length;
     // A code alone on its line belongs to the sentence right above or below it, however long that sentence is.
-    const ok = (gap <= MAX_GAP) || (ownLine && breaks === 1 && gap <= MAX_GAP * 2.5);
+    const ok = gap <= MAX_GAP || (ownLine && breaks === 1 && gap <= MAX_GAP * 2.5);
     if (!ok) continue;
     const effective = Math.min(gap, MAX_GAP);
     if (!best || effective - (k.strong ? 10 : 0) < best.gap - (best.strong ? 10 : 0)) {

@@ -10,9 +10,7 @@ export const MAIL_PAGE_CSP = "default-src 'none'; style-src 'unsafe-inline'; img
 function messageBlock(m: MailMessage): string {
   const from = m.from ? `${m.from.name ? `${m.from.name} ` : ''}<${m.from.address}>` : '';
   const body =
-    m.html !== null
-      ? `<iframe sandbox srcdoc="${escapeHtml(m.html)}" title="message body"></iframe>`
-      : `<pre>${escapeHtml(m.text ?? m.snippet ?? '')}</pre>`;
+    m.html !== null ? `<iframe sandbox srcdoc="${escapeHtml(m.html)}" title="message body"></iframe>` : `<pre>${escapeHtml(m.text ?? m.snippet ?? '')}</pre>`;
   return `<article>
 <h2>${escapeHtml(m.subject || '(no subject)')}</h2>
 <dl><dt>From</dt><dd>${escapeHtml(from)}</dd><dt>To</dt><dd>${escapeHtml(m.to.map((a) => a.address).join(', '))}</dd><dt>Date</dt><dd>${escapeHtml(m.date ?? '')}</dd><dt>Folder</dt><dd>${escapeHtml(m.mailbox)}</dd></dl>

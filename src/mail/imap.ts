@@ -20,7 +20,22 @@ export function mailServerError(err: unknown, what = 'mail server'): AppError {
   if (['CONNECT_TIMEOUT', 'GREETING_TIMEOUT', 'UPGRADE_TIMEOUT', 'ETIMEOUT', 'ETIMEDOUT'].includes(e.code ?? '') || /timed? ?out/i.test(e.message ?? '')) {
     return new AppError(504, `The ${what} did not answer in time`, { code: 'mail_timeout', retriable: true });
   }
-  if (['ECONNREFUSED', 'ENOTFOUND', 'EHOSTUNREACH', 'ECONNRESET', 'EPIPE', 'EAI_AGAIN', 'NoConnection', 'EConnectionClosed', 'ECONNECTION', 'ESOCKET', 'ClosedAfterConnectText', 'ClosedAfterConnectTLS'].includes(e.code ?? '')) {
+  if (
+    [
+      'ECONNREFUSED',
+      'ENOTFOUND',
+      'EHOSTUNREACH',
+      'ECONNRESET',
+      'EPIPE',
+      'EAI_AGAIN',
+      'NoConnection',
+      'EConnectionClosed',
+      'ECONNECTION',
+      'ESOCKET',
+      'ClosedAfterConnectText',
+      'ClosedAfterConnectTLS',
+    ].includes(e.code ?? '')
+  ) {
     return new AppError(502, `Could not talk to the ${what}: ${reason}`, { code: 'mail_unreachable', retriable: true });
   }
   return new AppError(502, `The ${what} refused the request: ${reason}`, { code: 'mail_refused', retriable: false });
@@ -146,9 +161,14 @@ export async function fetchMessages(client: ImapFlow, path: string, f: FetchFilt
     if (f.from) criteria.from = f.from;
     if (f.subject) criteria.subject = f.subject;
     if (f.afterUid !== undefined) criteria.uid = `${f.afterUid + 1}:*`;
-    const found = Object.keys(criteria).length ? ((await client.search(criteria, { uid: true })) || []) : ((await client.search({ all: true }, { uid: true })) || []);
+    const found = Object.keys(criteria).length
+      ? (await client.search(criteria, { uid: true })) || []
+      : (await client.search({ all: true }, { uid: true })) || [];
     // "n:*" also matches the highest UID when none is >= n: filter again.
-    const uids = found.filter((u) => f.afterUid === undefined || u > f.afterUid).sort((a, b) => b - a).slice(0, f.limit);
+    const uids = found
+      .filter((u) => f.afterUid === undefined || u > f.afterUid)
+      .sort((a, b) => b - a)
+      .slice(0, f.limit);
     if (uids.length === 0) return { uidValidity: Number(box.uidValidity), uidNext: box.uidNext, messages: [] };
     const query = f.preview ? { uid: true, internalDate: true, source: { start: 0, maxLength: 16_384 } } : { uid: true, internalDate: true, source: true };
     // Nothing but collecting inside the fetch loop: other commands there would deadlock imapflow.
@@ -175,7 +195,7 @@ export async function listUids(client: ImapFlow, path: string): Promise<{ uidVal
   const lock = await client.getMailboxLock(path, { readOnly: true });
   try {
     const box = client.mailbox as MailboxObject;
-    const uids = box.exists ? ((await client.search({ all: true }, { uid: true })) || []) : [];
+    const uids = box.exists ? (await client.search({ all: true }, { uid: true })) || [] : [];
     return { uidValidity: Number(box.uidValidity), uids };
   } finally {
     lock.release();

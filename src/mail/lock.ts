@@ -20,7 +20,11 @@ export async function withMailboxLock<T>(p: Platform, accountId: number, waitMs:
     const ok = await p.redis.set(key, token, 'PX', LEASE_MS, 'NX');
     if (ok === 'OK') break;
     if (Date.now() > deadline) {
-      throw new AppError(503, 'The mailbox is busy with another operation; try again shortly', { code: 'mailbox_busy', retriable: true, headers: { 'Retry-After': '5' } });
+      throw new AppError(503, 'The mailbox is busy with another operation; try again shortly', {
+        code: 'mailbox_busy',
+        retriable: true,
+        headers: { 'Retry-After': '5' },
+      });
     }
     await new Promise((r) => setTimeout(r, 100 + Math.random() * 150));
   }

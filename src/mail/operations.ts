@@ -64,9 +64,7 @@ export async function fetchOp(p: Platform, job: z.output<typeof fetchPayload>): 
         await store.dropVanished(p.db, accountId, mailbox, uidValidity, uids);
         const stored = await store.storedUids(p.db, accountId, mailbox, uidValidity);
         const newest = stored.reduce((a, b) => Math.max(a, b), 0);
-        const f = stored.length
-          ? await fetchMessages(client, path, { limit: FAST_FETCH_MAX, afterUid: newest })
-          : await fetchMessages(client, path, filter);
+        const f = stored.length ? await fetchMessages(client, path, { limit: FAST_FETCH_MAX, afterUid: newest }) : await fetchMessages(client, path, filter);
         await store.storeMessages(p.db, accountId, mailbox, f.uidValidity, f.messages);
         const rows = await store.queryStored(p.db, accountId, mailbox, uidValidity, filter);
         return { mailbox, messages: rows.map(store.toMessage) };
@@ -103,7 +101,15 @@ export async function sendOp(p: Platform, jobId: string, job: z.output<typeof se
   const record = await store.beginSend(p.db, jobId, account.id, `<${jobId}@${domain}>`);
   if (record.status === 'sent' && record.result_json) return JSON.parse(record.result_json) as SendResult;
   return onAccount(p, job.accountId, LOCK_WAIT_MS, async (acct) => {
-    const result = await sendMail(p, acct, { to: job.to, cc: job.cc, bcc: job.bcc, subject: job.subject, text: job.text, html: job.html, messageId: record.message_id });
+    const result = await sendMail(p, acct, {
+      to: job.to,
+      cc: job.cc,
+      bcc: job.bcc,
+      subject: job.subject,
+      text: job.text,
+      html: job.html,
+      messageId: record.message_id,
+    });
     await store.finishSend(p.db, jobId, result);
     return result;
   });
@@ -129,7 +135,8 @@ export async function codeOp(p: Platform, job: z.output<typeof codePayload>): Pr
         const rows = await store.storeMessages(p.db, accountId, mailbox, f.uidValidity, f.messages);
         for (const r of rows.map(store.toMessage)) {
           const found = extractCode({ subject: r.subject, text: r.text, html: r.html });
-          if (found) return { code: found.code, message: { id: r.id, mailbox, from: r.from, subject: r.subject, date: r.date }, when: r.date ? Date.parse(r.date) : 0 };
+          if (found)
+            return { code: found.code, message: { id: r.id, mailbox, from: r.from, subject: r.subject, date: r.date }, when: r.date ? Date.parse(r.date) : 0 };
         }
         return { code: null, message: null, when: -1 };
       };

@@ -53,7 +53,10 @@ export function mailRouter(p: Platform): ApiRouter {
     }
     if (req.client_id || req.refresh_token) throw badRequest('client_id and refresh_token go together: send both, or neither to use a stored account');
     const row = await store.findAccount(p.db, req.email, viewer(principal));
-    if (!row) throw notFound(`Unknown mail account: ${req.email} (add it with POST /api/mail/accounts, or send client_id and refresh_token)`, { code: 'unknown_account' });
+    if (!row)
+      throw notFound(`Unknown mail account: ${req.email} (add it with POST /api/mail/accounts, or send client_id and refresh_token)`, {
+        code: 'unknown_account',
+      });
     return row;
   }
 
@@ -75,7 +78,13 @@ export function mailRouter(p: Platform): ApiRouter {
     ctx.body = store.publicAccount(row);
   });
 
-  const list = { method: 'get', path: '/api/mail/accounts', summary: 'Your accounts (admins: all), never their secrets', auth: 'user', responses: { 200: ok('accounts', z.array(s.accountView)) } } as const;
+  const list = {
+    method: 'get',
+    path: '/api/mail/accounts',
+    summary: 'Your accounts (admins: all), never their secrets',
+    auth: 'user',
+    responses: { 200: ok('accounts', z.array(s.accountView)) },
+  } as const;
   router.endpoint(list, async (ctx) => {
     const principal = await authorize(ctx, p);
     ctx.body = (await store.listAccounts(p.db, viewer(principal))).map(store.publicAccount);
@@ -129,7 +138,12 @@ export function mailRouter(p: Platform): ApiRouter {
         const issue = check.error.issues[0]!;
         const field = issue.path.join('.');
         const why = field === 'auth.password' ? 'no password, and no client_id and refresh_token' : `${field}: ${issue.message}`;
-        results.push({ line: i + 1, email: email || undefined, ok: false, error: fields.length < 2 ? 'expected email----password----client_id----refresh_token' : why });
+        results.push({
+          line: i + 1,
+          email: email || undefined,
+          ok: false,
+          error: fields.length < 2 ? 'expected email----password----client_id----refresh_token' : why,
+        });
         continue;
       }
       const { row, created } = await store.upsertAccount(p.db, p.secrets, principal.user.id, check.data);
@@ -201,7 +215,13 @@ export function mailRouter(p: Platform): ApiRouter {
   const newest = z.object({ email: z.string(), mailbox: z.string(), message: s.messageView.nullable() });
   operation('/api/mail-new', 'The newest message of INBOX or Junk (message: null when empty)', s.mailNewParams, newest, read(s.mailNewParams, 'live', true));
   operation('/api/mail-all', 'Messages, newest first', s.mailAllParams, messages, read(s.mailAllParams, 'live', false));
-  operation('/api/vendor-email', 'Messages matching from/subject/since, read from the server now', s.vendorParams, messages, read(s.vendorParams, 'live', false));
+  operation(
+    '/api/vendor-email',
+    'Messages matching from/subject/since, read from the server now',
+    s.vendorParams,
+    messages,
+    read(s.vendorParams, 'live', false),
+  );
   const fast = 'The same, from the stored copy after fetching only newer UIDs';
   operation('/api/vendor-email/fast', fast, s.vendorParams, messages, read(s.vendorParams, 'fast', false));
   operation('/api/vendor-email/preview', 'Headers and a 200-character snippet', s.vendorParams, messages, read(s.vendorParams, 'preview', false));

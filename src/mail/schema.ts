@@ -14,8 +14,19 @@ export const emailAddress = z
 const server = (defaults: { host: string; port: number; secure: boolean }) =>
   z
     .object({
-      host: z.string({ error: 'must be a host name' }).trim().min(1).max(253).regex(/^[A-Za-z0-9.:[\]-]+$/, 'must be a host name').default(defaults.host),
-      port: z.coerce.number({ error: 'must be a port number' }).int().min(1, 'must be a port number').max(65535, 'must be a port number').default(defaults.port),
+      host: z
+        .string({ error: 'must be a host name' })
+        .trim()
+        .min(1)
+        .max(253)
+        .regex(/^[A-Za-z0-9.:[\]-]+$/, 'must be a host name')
+        .default(defaults.host),
+      port: z.coerce
+        .number({ error: 'must be a port number' })
+        .int()
+        .min(1, 'must be a port number')
+        .max(65535, 'must be a port number')
+        .default(defaults.port),
       secure: z.boolean({ error: 'must be true (TLS) or false (plain, or STARTTLS when offered)' }).default(defaults.secure),
     })
     .default(defaults);
@@ -26,7 +37,9 @@ export const oauthAuth = z.object({
   client_id: z.string({ error: 'is required' }).trim().min(1, 'is required').max(200),
   refresh_token: z.string({ error: 'is required' }).trim().min(1, 'is required').max(20_000),
 });
-const auth = z.discriminatedUnion('type', [passwordAuth, oauthAuth], { error: 'must be {type:"password", password} or {type:"oauth2", client_id, refresh_token}' });
+const auth = z.discriminatedUnion('type', [passwordAuth, oauthAuth], {
+  error: 'must be {type:"password", password} or {type:"oauth2", client_id, refresh_token}',
+});
 export type MailAuth = z.output<typeof auth>;
 
 export const createAccountBody = z.object({
@@ -37,14 +50,17 @@ export const createAccountBody = z.object({
 });
 export type CreateAccountInput = z.output<typeof createAccountBody>;
 
-export const importBody = z.union([
-  z.string().max(5_000_000),
-  z.object({
-    lines: z.union([z.string().max(5_000_000), z.array(z.string().max(50_000)).max(10_000)], { error: 'must be a string or an array of lines' }),
-    imap: server(OUTLOOK_IMAP).optional(),
-    smtp: server(OUTLOOK_SMTP).optional(),
-  }),
-], { error: 'send the lines as text/plain, or as JSON {lines}' });
+export const importBody = z.union(
+  [
+    z.string().max(5_000_000),
+    z.object({
+      lines: z.union([z.string().max(5_000_000), z.array(z.string().max(50_000)).max(10_000)], { error: 'must be a string or an array of lines' }),
+      imap: server(OUTLOOK_IMAP).optional(),
+      smtp: server(OUTLOOK_SMTP).optional(),
+    }),
+  ],
+  { error: 'send the lines as text/plain, or as JSON {lines}' },
+);
 
 /** INBOX, or the junk folder whatever the server calls it (found by its \Junk special-use flag). */
 export const mailboxName = z
@@ -82,36 +98,50 @@ const common = {
 };
 
 const limit = (def: number, max: number) =>
-  z.coerce.number({ error: `must be an integer from 1 to ${max}` }).int(`must be an integer from 1 to ${max}`).min(1, `must be an integer from 1 to ${max}`).max(max, `must be an integer from 1 to ${max}`).default(def);
+  z.coerce
+    .number({ error: `must be an integer from 1 to ${max}` })
+    .int(`must be an integer from 1 to ${max}`)
+    .min(1, `must be an integer from 1 to ${max}`)
+    .max(max, `must be an integer from 1 to ${max}`)
+    .default(def);
 
 export const mailNewParams = z.object({ ...common, mailbox: mailboxName.default('INBOX') });
 export const mailAllParams = z.object({ ...common, mailbox: mailboxName.default('INBOX'), limit: limit(50, 500), since: optionalDate });
-export const vendorParams = z.object({ ...common, mailbox: mailboxName.default('INBOX'), from: filterText, subject: filterText, since: optionalDate, limit: limit(50, 500) });
+export const vendorParams = z.object({
+  ...common,
+  mailbox: mailboxName.default('INBOX'),
+  from: filterText,
+  subject: filterText,
+  since: optionalDate,
+  limit: limit(50, 500),
+});
 export const purgeParams = z.object(common);
 export const codeParams = z.object({
   ...common,
   from: filterText,
   subject: filterText,
   since: optionalDate,
-  wait: z.coerce.number({ error: 'must be a number of seconds from 0 to 120' }).min(0, 'must be a number of seconds from 0 to 120').max(120, 'must be a number of seconds from 0 to 120').default(0),
+  wait: z.coerce
+    .number({ error: 'must be a number of seconds from 0 to 120' })
+    .min(0, 'must be a number of seconds from 0 to 120')
+    .max(120, 'must be a number of seconds from 0 to 120')
+    .default(0),
 });
 
-const recipients = z
-  .union([z.string(), z.array(z.string())], { error: 'must be an email address or a list of them' })
-  .transform((v, ctx) => {
-    const list = (Array.isArray(v) ? v : v.split(/[,;]/)).map((s) => s.trim()).filter(Boolean);
-    for (const a of list) {
-      if (!z.email().safeParse(a.replace(/^.*<([^>]+)>\s*$/, '$1')).success) {
-        ctx.addIssue({ code: 'custom', message: `"${a}" is not an email address` });
-        return z.NEVER;
-      }
-    }
-    if (list.length > 100) {
-      ctx.addIssue({ code: 'custom', message: 'at most 100 addresses' });
+const recipients = z.union([z.string(), z.array(z.string())], { error: 'must be an email address or a list of them' }).transform((v, ctx) => {
+  const list = (Array.isArray(v) ? v : v.split(/[,;]/)).map((s) => s.trim()).filter(Boolean);
+  for (const a of list) {
+    if (!z.email().safeParse(a.replace(/^.*<([^>]+)>\s*$/, '$1')).success) {
+      ctx.addIssue({ code: 'custom', message: `"${a}" is not an email address` });
       return z.NEVER;
     }
-    return list;
-  });
+  }
+  if (list.length > 100) {
+    ctx.addIssue({ code: 'custom', message: 'at most 100 addresses' });
+    return z.NEVER;
+  }
+  return list;
+});
 
 export const sendParams = z
   .object({
@@ -148,7 +178,13 @@ export const sendPayload = z.object({
   text: z.string().optional(),
   html: z.string().optional(),
 });
-export const codePayload = z.object({ ...account, from: z.string().optional(), subject: z.string().optional(), since: z.string().optional(), wait: z.number().min(0).max(120) });
+export const codePayload = z.object({
+  ...account,
+  from: z.string().optional(),
+  subject: z.string().optional(),
+  since: z.string().optional(),
+  wait: z.number().min(0).max(120),
+});
 
 export const addressView = z.object({ name: z.string(), address: z.string() });
 export type Address = z.infer<typeof addressView>;
@@ -197,7 +233,13 @@ export interface PurgeResult {
 export const sendResultView = z.object({ messageId: z.string(), accepted: z.array(z.string()), rejected: z.array(z.string()) });
 export type SendResult = z.infer<typeof sendResultView>;
 
-export const codeMessageView = z.object({ id: z.string(), mailbox: z.enum(['INBOX', 'Junk']), from: addressView.nullable(), subject: z.string(), date: z.string().nullable() });
+export const codeMessageView = z.object({
+  id: z.string(),
+  mailbox: z.enum(['INBOX', 'Junk']),
+  from: addressView.nullable(),
+  subject: z.string(),
+  date: z.string().nullable(),
+});
 export interface CodeResult {
   code: string | null;
   message: z.infer<typeof codeMessageView> | null;

@@ -23,7 +23,11 @@ export async function sendMail(p: Platform, account: MailAccount, m: Outgoing): 
   const auth =
     account.auth.type === 'password'
       ? { user: account.email, pass: account.auth.password }
-      : { type: 'OAuth2' as const, user: account.email, accessToken: await accessToken(p, { id: account.id, clientId: account.auth.client_id, refreshToken: account.auth.refresh_token }) };
+      : {
+          type: 'OAuth2' as const,
+          user: account.email,
+          accessToken: await accessToken(p, { id: account.id, clientId: account.auth.client_id, refreshToken: account.auth.refresh_token }),
+        };
   const timeout = p.config.MAIL_TIMEOUT_MS;
   const transport = nodemailer.createTransport({
     host: account.smtp.host,
@@ -37,7 +41,16 @@ export async function sendMail(p: Platform, account: MailAccount, m: Outgoing): 
     socketTimeout: timeout,
   });
   try {
-    const info = await transport.sendMail({ from: account.email, to: m.to, cc: m.cc, bcc: m.bcc, subject: m.subject, text: m.text, html: m.html, messageId: m.messageId });
+    const info = await transport.sendMail({
+      from: account.email,
+      to: m.to,
+      cc: m.cc,
+      bcc: m.bcc,
+      subject: m.subject,
+      text: m.text,
+      html: m.html,
+      messageId: m.messageId,
+    });
     const asText = (list: unknown[]) => list.map((a) => (typeof a === 'string' ? a : (a as { address: string }).address));
     return { messageId: info.messageId, accepted: asText(info.accepted), rejected: asText(info.rejected) };
   } catch (err) {

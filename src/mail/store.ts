@@ -59,7 +59,9 @@ function sealAuth(secrets: Secrets, auth: MailAuth): { client_id: string | null;
 export function openAccount(secrets: Secrets, a: AccountRow): MailAccount {
   const secret = JSON.parse(secrets.decrypt(a.secret_enc)) as { password?: string; refresh_token?: string };
   const auth: MailAuth =
-    a.auth_type === 'password' ? { type: 'password', password: secret.password ?? '' } : { type: 'oauth2', client_id: a.client_id ?? '', refresh_token: secret.refresh_token ?? '' };
+    a.auth_type === 'password'
+      ? { type: 'password', password: secret.password ?? '' }
+      : { type: 'oauth2', client_id: a.client_id ?? '', refresh_token: secret.refresh_token ?? '' };
   return {
     id: a.id,
     email: a.email,
@@ -102,7 +104,9 @@ export async function saveRefreshToken(db: Db, secrets: Secrets, accountId: numb
 }
 
 export async function recordUse(db: Db, accountId: number, error: string | null): Promise<void> {
-  await db('mail_accounts').where({ id: accountId }).update({ last_used_at: new Date(), last_error: error?.slice(0, 1000) ?? null });
+  await db('mail_accounts')
+    .where({ id: accountId })
+    .update({ last_used_at: new Date(), last_error: error?.slice(0, 1000) ?? null });
 }
 
 export const getAccountRow = (db: Db, id: number) => db<AccountRow>('mail_accounts').where({ id }).first();
@@ -181,7 +185,10 @@ export async function storeMessages(db: Db, accountId: number, mailbox: MailboxN
   await db('mail_messages').insert(rows).onConflict(['account_id', 'mailbox', 'uidvalidity', 'uid']).ignore();
   const stored = await db<MessageRow>('mail_messages')
     .where({ account_id: accountId, mailbox, uidvalidity })
-    .whereIn('uid', messages.map((m) => m.uid));
+    .whereIn(
+      'uid',
+      messages.map((m) => m.uid),
+    );
   const byUid = new Map(stored.map((r) => [Number(r.uid), r]));
   return messages.map((m) => byUid.get(Number(m.uid))!).filter(Boolean);
 }
@@ -232,5 +239,7 @@ export async function beginSend(db: Db, jobId: string, accountId: number, messag
 }
 
 export async function finishSend(db: Db, jobId: string, result: unknown): Promise<void> {
-  await db('mail_sends').where({ job_id: jobId }).update({ status: 'sent', result_json: JSON.stringify(result), sent_at: new Date() });
+  await db('mail_sends')
+    .where({ job_id: jobId })
+    .update({ status: 'sent', result_json: JSON.stringify(result), sent_at: new Date() });
 }

@@ -8,10 +8,7 @@ export interface UpstreamCall {
   body: { model: string; input: string[] | string; encoding_format?: string; dimensions?: number };
 }
 
-export type Behaviour =
-  | { kind: 'ok'; reportUsage?: boolean }
-  | { kind: 'status'; status: number; retryAfter?: string; message?: string }
-  | { kind: 'hang' };
+export type Behaviour = { kind: 'ok'; reportUsage?: boolean } | { kind: 'status'; status: number; retryAfter?: string; message?: string } | { kind: 'hang' };
 
 /** Vectors that depend only on the text, so tests can check which input landed where. */
 export function fakeVector(text: string, dims = 4): number[] {

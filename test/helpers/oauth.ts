@@ -26,9 +26,10 @@ export interface TokenRequest {
 const DEFAULT_SCOPE = 'https://outlook.office.com/IMAP.AccessAsUser.All https://outlook.office.com/SMTP.Send';
 
 const AADSTS_TEXT: Record<string, string> = {
-  AADSTS70000: 'The provided value for the input parameter \'refresh_token\' or \'assertion\' is not valid.',
+  AADSTS70000: "The provided value for the input parameter 'refresh_token' or 'assertion' is not valid.",
   AADSTS700082: 'The refresh token has expired due to inactivity. The token was issued on 2024-01-01T00:00:00.0000000Z and was inactive for 90.00:00:00.',
-  AADSTS70008: 'The provided authorization code or refresh token has expired due to inactivity. Send a new interactive authorization request for this user and resource.',
+  AADSTS70008:
+    'The provided authorization code or refresh token has expired due to inactivity. Send a new interactive authorization request for this user and resource.',
 };
 
 // Microsoft's refresh/access tokens are opaque blobs; the prefix only makes them look familiar in logs.
@@ -85,7 +86,13 @@ export class FakeMicrosoftOAuth {
     const key = opts.email.toLowerCase();
     const old = this.accounts.get(key);
     if (old) this.refreshTokens.delete(old.refreshToken);
-    this.accounts.set(key, { email: opts.email, clientId: opts.clientId, refreshToken: opts.refreshToken, rotate: opts.rotate ?? false, expiresIn: opts.expiresIn ?? 3600 });
+    this.accounts.set(key, {
+      email: opts.email,
+      clientId: opts.clientId,
+      refreshToken: opts.refreshToken,
+      rotate: opts.rotate ?? false,
+      expiresIn: opts.expiresIn ?? 3600,
+    });
     this.refreshTokens.set(opts.refreshToken, key);
     this.revoked.delete(opts.refreshToken);
   }
@@ -199,7 +206,10 @@ function json(res: http.ServerResponse, status: number, body: unknown): void {
 function aadError(res: http.ServerResponse, error: string, code: string, text: string): void {
   const traceId = randomUUID();
   const correlationId = randomUUID();
-  const timestamp = new Date().toISOString().replace('T', ' ').replace(/\.\d+Z$/, 'Z');
+  const timestamp = new Date()
+    .toISOString()
+    .replace('T', ' ')
+    .replace(/\.\d+Z$/, 'Z');
   json(res, 400, {
     error,
     error_description: `${code}: ${text} Trace ID: ${traceId} Correlation ID: ${correlationId} Timestamp: ${timestamp}`,

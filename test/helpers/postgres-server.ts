@@ -33,7 +33,16 @@ export class PrivatePostgres {
   }
 
   async start(): Promise<void> {
-    asPostgres('pg_ctl', ['-D', path.join(this.dir, 'data'), '-o', `-p ${this.port} -k ${this.dir} -c listen_addresses=127.0.0.1 -c fsync=off`, '-l', path.join(this.dir, 'log'), '-w', 'start']);
+    asPostgres('pg_ctl', [
+      '-D',
+      path.join(this.dir, 'data'),
+      '-o',
+      `-p ${this.port} -k ${this.dir} -c listen_addresses=127.0.0.1 -c fsync=off`,
+      '-l',
+      path.join(this.dir, 'log'),
+      '-w',
+      'start',
+    ]);
   }
 
   /** Stops at once, as a crash would (no checkpoint, connections cut). */

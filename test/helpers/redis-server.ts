@@ -22,7 +22,11 @@ export class PrivateRedis {
 
   async start(): Promise<void> {
     if (this.child && this.child.exitCode === null && this.child.signalCode === null) return;
-    this.child = spawn('redis-server', ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--maxmemory-policy', 'noeviction'], { stdio: 'ignore' });
+    this.child = spawn(
+      'redis-server',
+      ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--maxmemory-policy', 'noeviction'],
+      { stdio: 'ignore' },
+    );
     for (let i = 0; i < 100; i++) {
       const r = new Redis(this.url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
       r.on('error', () => {});

@@ -35,7 +35,9 @@ export function spawnEntry(entry: 'server' | 'worker', args: string[], env: Reco
   };
   proc.stdout!.on('data', onData);
   proc.stderr!.on('data', onData);
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => proc.once('exit', (code, signal) => resolve({ code, signal })));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    proc.once('exit', (code, signal) => resolve({ code, signal })),
+  );
   return {
     proc,
     output: () => out,
@@ -44,7 +46,13 @@ export function spawnEntry(entry: 'server' | 'worker', args: string[], env: Reco
       if (line !== undefined) return Promise.resolve(line);
       return new Promise((resolve, reject) => {
         const timer = setTimeout(() => reject(new Error(`timed out waiting for ${re} in output:\n${out}`)), timeoutMs);
-        const w = { re, resolve: (l: string) => { clearTimeout(timer); resolve(l); } };
+        const w = {
+          re,
+          resolve: (l: string) => {
+            clearTimeout(timer);
+            resolve(l);
+          },
+        };
         waiters.push(w);
         void exited.then(() => {
           if (waiters.includes(w)) {
