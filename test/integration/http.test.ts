@@ -1,7 +1,7 @@
 // HTTP behaviour every area shares: JSON errors for everything, request ids, health probes, settings.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ConfigError, parseConfig } from '../src/config.js';
-import { startTestApp, type TestApp } from './helpers/services.js';
+import { ConfigError, parseConfig } from '../../src/config.js';
+import { startTestApp, type TestApp } from '../helpers/services.js';
 
 let t: TestApp;
 beforeAll(async () => {

@@ -1,9 +1,9 @@
 // local-hash-v1 is fixed forever: pinned outputs, the hash it claims to use, and that it means something.
 import crypto from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { embedLocalHash, features, murmur3, tokenize } from '../src/embeddings/local-hash.js';
-import { channelOrder } from '../src/embeddings/relay.js';
-import type { ChannelEntry } from '../src/channels/directory.js';
+import { embedLocalHash, features, murmur3, tokenize } from '../../src/embeddings/local-hash.js';
+import { channelOrder } from '../../src/embeddings/relay.js';
+import type { ChannelEntry } from '../../src/channels/directory.js';
 
 const fingerprint = (v: Float32Array) => crypto.createHash('sha256').update(Buffer.from(v.buffer)).digest('hex');
 const cosine = (a: Float32Array, b: Float32Array) => a.reduce((s, x, i) => s + x * b[i]!, 0);

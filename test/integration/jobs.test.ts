@@ -1,12 +1,12 @@
 // The jobs platform in one process: sync and async answers, status, SSE, ownership, retries, Bull Board.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AppError } from '../src/errors.js';
-import type { ProcessorMap } from '../src/jobs/processor.js';
-import { buildProcessorTable, startWorkers } from '../workers/index.js';
-import { processorMaps } from '../src/jobs/processors.js';
-import { HttpClient } from './helpers/http.js';
-import { ROOT_PASSWORD, startTestApp, type TestApp } from './helpers/services.js';
-import { item } from './shared/content-suite.js';
+import { AppError } from '../../src/errors.js';
+import type { ProcessorMap } from '../../src/jobs/processor.js';
+import { startWorkers } from '../../workers/index.js';
+import { processorMaps } from '../../src/jobs/processors.js';
+import { HttpClient } from '../helpers/http.js';
+import { ROOT_PASSWORD, startTestApp, type TestApp } from '../helpers/services.js';
+import { item } from '../shared/content-suite.js';
 
 /** Polls a job's status until it is completed or failed (or 20 s pass). */
 async function settled(c: HttpClient, statusUrl: string) {
@@ -193,20 +193,6 @@ describe('failures and retries', () => {
     const res = await t.root.post('/api/content/batch', [{ mode: 'invalid' }], { prefer: 'respond-async' });
     const status = await settled(t.root, res.body.statusUrl);
     expect(status).toMatchObject({ state: 'failed', error: { status: 422, message: 'This batch cannot be processed', code: 'unprocessable' }, result: null });
-  });
-});
-
-describe('the processor boot check', () => {
-  it('refuses a job without a processor, a job with two, and a processor for no job', () => {
-    expect(() => buildProcessorTable({})).toThrow(/job "content.ping" has no processor/);
-    expect(() => buildProcessorTable({ ...processorMaps, content: {} })).toThrow(/job "content.batch" has no processor/);
-    expect(() => buildProcessorTable({ a: processorMaps.content!, b: processorMaps.content! })).toThrow(
-      /job "content.batch" has two processors \(in a and b\)/,
-    );
-    expect(() => buildProcessorTable({ ...processorMaps, extra: { 'content.ghost': async () => ({}) } as unknown as ProcessorMap })).toThrow(
-      /undeclared job "content.ghost"/,
-    );
-    expect(buildProcessorTable(processorMaps).size).toBeGreaterThan(0);
   });
 });
 

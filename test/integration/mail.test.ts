@@ -1,11 +1,11 @@
 // Mail over HTTP against a real Dovecot and a real SMTP server, password and OAuth2 (XOAUTH2) accounts.
 import net from 'node:net';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { HttpClient } from './helpers/http.js';
-import { startTestApp, type TestApp } from './helpers/services.js';
-import { buildMessage, startDovecot, type DovecotServer } from './helpers/dovecot.js';
-import { FakeMicrosoftOAuth } from './helpers/oauth.js';
-import { startSmtp, type SmtpTestServer } from './helpers/smtp.js';
+import { HttpClient } from '../helpers/http.js';
+import { startTestApp, type TestApp } from '../helpers/services.js';
+import { buildMessage, startDovecot, type DovecotServer } from '../helpers/dovecot.js';
+import { FakeMicrosoftOAuth } from '../helpers/oauth.js';
+import { startSmtp, type SmtpTestServer } from '../helpers/smtp.js';
 
 const CLIENT_ID = '9e5f94bc-e8a4-4e73-b8be-63364c29d753';
 
@@ -371,7 +371,7 @@ describe('sending', () => {
     const jobId = res.body.jobId;
     for (let i = 0; i < 100 && (await me.get(`/api/jobs/${jobId}`)).body.state !== 'completed'; i++) await new Promise((r) => setTimeout(r, 50));
     expect(smtp.received).toHaveLength(1);
-    const { sendOp } = await import('../src/mail/operations.js');
+    const { sendOp } = await import('../../src/mail/operations.js');
     const account = await t.platform.db('mail_accounts').where({ email }).first();
     const again = await sendOp(t.platform, jobId, { accountId: account.id, to: ['friend@example.test'], cc: [], bcc: [], subject: 'Once', text: 'only once' });
     expect(again.messageId).toBe((await me.get(`/api/jobs/${jobId}`)).body.result.messageId);

@@ -2,10 +2,10 @@
 import OpenAI from 'openai';
 import { countTokens } from 'gpt-tokenizer/encoding/cl100k_base';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { embedLocalHash } from '../src/embeddings/local-hash.js';
-import { HttpClient } from './helpers/http.js';
-import { startTestApp, type TestApp } from './helpers/services.js';
-import { FakeOpenAI, fakeVector } from './helpers/fake-openai.js';
+import { embedLocalHash } from '../../src/embeddings/local-hash.js';
+import { HttpClient } from '../helpers/http.js';
+import { startTestApp, type TestApp } from '../helpers/services.js';
+import { FakeOpenAI, fakeVector } from '../helpers/fake-openai.js';
 
 let t: TestApp;
 let user: HttpClient;

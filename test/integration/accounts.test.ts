@@ -1,7 +1,7 @@
 // Accounts over HTTP against real Postgres and Redis: login, sessions, users, tokens, redemption codes.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { HttpClient } from './helpers/http.js';
-import { ROOT_PASSWORD, startTestApp, type TestApp } from './helpers/services.js';
+import { HttpClient } from '../helpers/http.js';
+import { ROOT_PASSWORD, startTestApp, type TestApp } from '../helpers/services.js';
 
 let t: TestApp;
 let admin: HttpClient;

@@ -1,7 +1,7 @@
 // Verification-code extractor: precision/recall over the hand-written corpus, plus focused rules from the spec.
 import { describe, expect, it } from 'vitest';
-import { extractCode, htmlToText } from '../src/mail/codes.js';
-import { corpus } from './fixtures/code-corpus.js';
+import { extractCode, htmlToText } from '../../src/mail/codes.js';
+import { corpus } from '../fixtures/code-corpus.js';
 
 describe('extractCode over the corpus', () => {
   it('is a corpus worth measuring', () => {

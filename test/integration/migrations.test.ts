@@ -1,8 +1,8 @@
 // Every migration applies, rolls back completely and applies again, on Postgres and on embedded PGlite.
 import { afterAll, describe, expect, it } from 'vitest';
-import { parseConfig } from '../src/config.js';
-import { createDb, migrateLatest, migrateRollbackAll } from '../src/db.js';
-import { createTestEnv, type TestEnv } from './helpers/services.js';
+import { parseConfig } from '../../src/config.js';
+import { createDb, migrateLatest, migrateRollbackAll } from '../../src/db.js';
+import { createTestEnv, type TestEnv } from '../helpers/services.js';
 
 const TABLES = [
   'users',

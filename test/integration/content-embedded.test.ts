@@ -1,4 +1,4 @@
 // Content against the embedded PGlite database.
-import { contentSuite } from './shared/content-suite.js';
+import { contentSuite } from '../shared/content-suite.js';
 
 contentSuite('embedded PGlite', { embedded: true });

@@ -3,9 +3,9 @@ import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { HttpClient } from './helpers/http.js';
-import { createTestDatabase, clearRedisPrefix, tempDir, REDIS_URL } from './helpers/services.js';
-import { spawnEntry, spawnServer } from './helpers/spawn.js';
+import { HttpClient } from '../helpers/http.js';
+import { createTestDatabase, clearRedisPrefix, tempDir, REDIS_URL } from '../helpers/services.js';
+import { spawnEntry, spawnServer } from '../helpers/spawn.js';
 
 const cleanups: (() => unknown)[] = [];
 afterAll(async () => {

@@ -1,7 +1,7 @@
 // The app on the embedded PGlite database: login, users, tokens, redemption (migrations: migrations.test.ts).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestApp, type TestApp } from './helpers/services.js';
-import { HttpClient } from './helpers/http.js';
+import { startTestApp, type TestApp } from '../helpers/services.js';
+import { HttpClient } from '../helpers/http.js';
 
 describe('the app on PGlite', () => {
   let t: TestApp;

@@ -4,9 +4,9 @@ import net from 'node:net';
 import { ImapFlow, type ImapFlowOptions } from 'imapflow';
 import nodemailer from 'nodemailer';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildMessage, startDovecot, type DovecotServer } from './helpers/dovecot.js';
-import { FakeMicrosoftOAuth } from './helpers/oauth.js';
-import { startSmtp, type SmtpTestServer } from './helpers/smtp.js';
+import { buildMessage, startDovecot, type DovecotServer } from '../helpers/dovecot.js';
+import { FakeMicrosoftOAuth } from '../helpers/oauth.js';
+import { startSmtp, type SmtpTestServer } from '../helpers/smtp.js';
 
 const CLIENT_ID = '9e5f94bc-e8a4-4e73-b8be-63364c29d753';
 

@@ -3,10 +3,10 @@ import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { HttpClient } from './helpers/http.js';
-import { createTestEnv, type TestEnv } from './helpers/services.js';
-import { spawnEntry, spawnServer, type Spawned } from './helpers/spawn.js';
-import { item } from './shared/content-suite.js';
+import { HttpClient } from '../helpers/http.js';
+import { createTestEnv, type TestEnv } from '../helpers/services.js';
+import { spawnEntry, spawnServer, type Spawned } from '../helpers/spawn.js';
+import { item } from '../shared/content-suite.js';
 
 let env: TestEnv;
 let api: Spawned & { url: string };

@@ -1,12 +1,12 @@
 // Faults: Postgres going away and coming back, SIGTERM with work in flight, and fuzzed JSON that must never 500.
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { documentedEndpoints } from '../src/http/app.js';
-import { HttpClient } from './helpers/http.js';
-import { PrivatePostgres } from './helpers/postgres-server.js';
-import { createTestEnv, startTestApp, type TestApp, type TestEnv } from './helpers/services.js';
-import { spawnEntry, spawnServer, type Spawned } from './helpers/spawn.js';
-import { item } from './shared/content-suite.js';
+import { documentedEndpoints } from '../../src/http/app.js';
+import { HttpClient } from '../helpers/http.js';
+import { PrivatePostgres } from '../helpers/postgres-server.js';
+import { createTestEnv, startTestApp, type TestApp, type TestEnv } from '../helpers/services.js';
+import { spawnEntry, spawnServer, type Spawned } from '../helpers/spawn.js';
+import { item } from '../shared/content-suite.js';
 
 describe('Postgres stops and comes back', () => {
   let db: PrivatePostgres;

@@ -1,4 +1,4 @@
 // Content against real Postgres.
-import { contentSuite } from './shared/content-suite.js';
+import { contentSuite } from '../shared/content-suite.js';
 
 contentSuite('Postgres', { embedded: false });

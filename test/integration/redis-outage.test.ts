@@ -1,8 +1,8 @@
 // Redis stops: job-backed endpoints answer 503 JSON within 2 s; when it returns, the same process recovers.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestApp, type TestApp } from './helpers/services.js';
-import { freePort, PrivateRedis } from './helpers/redis-server.js';
-import { item } from './shared/content-suite.js';
+import { startTestApp, type TestApp } from '../helpers/services.js';
+import { freePort, PrivateRedis } from '../helpers/redis-server.js';
+import { item } from '../shared/content-suite.js';
 
 let redis: PrivateRedis;
 let t: TestApp;

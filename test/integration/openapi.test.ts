@@ -1,7 +1,7 @@
 // /openapi.json describes every route the app serves (and nothing else); /docs works offline; /metrics.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildRouters } from '../src/http/app.js';
-import { startTestApp, type TestApp } from './helpers/services.js';
+import { buildRouters } from '../../src/http/app.js';
+import { startTestApp, type TestApp } from '../helpers/services.js';
 
 let t: TestApp;
 beforeAll(async () => {
