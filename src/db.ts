@@ -51,6 +51,11 @@ export async function createDb(config: Config, log?: Logger): Promise<Db> {
   return knexFactory({ client: ClientPGLite as unknown as typeof knexFactory.Client, connection: { pglite } as never, log: knexLog(log) });
 }
 
+/** Resolves when the database answers a trivial query (readiness probes). */
+export async function pingDb(db: Db): Promise<void> {
+  await db.raw('select 1');
+}
+
 export function isEmbedded(db: Db): boolean {
   return (db.client.config as { client?: unknown }).client !== 'pg';
 }

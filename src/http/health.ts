@@ -1,4 +1,5 @@
 // Liveness (/healthz), readiness (/readyz: Postgres and Redis answer) and Prometheus metrics (/metrics).
+import { pingDb } from '../db.js';
 import type { Platform } from '../platform.js';
 import { ApiRouter } from './route.js';
 import { registry } from '../metrics.js';
@@ -18,7 +19,7 @@ export function healthRouter(p: Platform): ApiRouter {
   } as const;
   router.endpoint(readyz, async (ctx) => {
     const [postgres, redis] = await Promise.all([
-      withTimeout(p.db.raw('select 1'), 1_500).then(
+      withTimeout(pingDb(p.db), 1_500).then(
         () => 'ok',
         (err: Error) => `unavailable: ${err.message}`,
       ),
