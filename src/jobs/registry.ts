@@ -6,7 +6,21 @@ import type { z } from 'zod';
 import { byName } from './define.js';
 import { contentPing, embeddingsPing, mailPing } from './ping.js';
 
-export const jobDefinitions = byName([contentPing, embeddingsPing, mailPing, contentBatch, embeddingsCreate, mailFetch, mailPurge, mailCode, mailSend]);
+export const jobDefinitions = byName([
+  // the platform's own: a no-op per queue (POST /api/jobs/ping)
+  contentPing,
+  embeddingsPing,
+  mailPing,
+  // content
+  contentBatch,
+  // embeddings
+  embeddingsCreate,
+  // mail
+  mailFetch,
+  mailPurge,
+  mailCode,
+  mailSend,
+]);
 
 export type JobRegistry = typeof jobDefinitions;
 export type JobName = keyof JobRegistry & string;
