@@ -22,6 +22,7 @@ const envSchema = z.object({
   PORT: int(3000, 0, 65535),
   HOST: z.string().min(1).default('0.0.0.0'),
   METRICS_PORT: z.coerce.number().int().min(1).max(65535).optional(),
+  METRICS_TOKEN: optionalString.pipe(z.string().min(16, 'must be at least 16 characters').max(512).optional()),
   DATA_DIR: z.string().min(1).default('./data'),
   DATABASE_URL: optionalString.pipe(
     z

@@ -1,4 +1,5 @@
 // Prometheus metrics: HTTP latency by route, queue depth by state, job durations and failures, process stats.
+import crypto from 'node:crypto';
 import http from 'node:http';
 import client from 'prom-client';
 import type { Queue } from 'bullmq';
@@ -78,11 +79,27 @@ export function observeHttp(method: string, route: string, status: number, secon
 }
 
 /** A bare /metrics endpoint for worker processes (METRICS_PORT), which have no API to hang it on. */
-export function serveMetrics(port: number, host: string): http.Server {
+/**
+ * Whether an Authorization header carries the metrics token (`Bearer <token>`); always true when
+ * no token is set. Compared in constant time.
+ */
+export function metricsAuthorized(header: string | undefined, token: string | undefined): boolean {
+  if (!token) return true;
+  const presented = /^Bearer\s+(.+)$/i.exec(header?.trim() ?? '')?.[1] ?? '';
+  const a = crypto.createHash('sha256').update(presented).digest();
+  const b = crypto.createHash('sha256').update(token).digest();
+  return crypto.timingSafeEqual(a, b);
+}
+
+export function serveMetrics(port: number, host: string, token?: string): http.Server {
   return http
     .createServer(async (req, res) => {
       if (req.url !== '/metrics') {
         res.writeHead(404, { 'content-type': 'application/json' }).end('{"error":"not found"}');
+        return;
+      }
+      if (!metricsAuthorized(req.headers.authorization, token)) {
+        res.writeHead(401, { 'content-type': 'application/json', 'www-authenticate': 'Bearer' }).end('{"error":"METRICS_TOKEN required"}');
         return;
       }
       res.writeHead(200, { 'content-type': registry.contentType }).end(await registry.metrics());

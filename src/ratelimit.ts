@@ -1,4 +1,4 @@
-// Counting failures per key in fixed windows (login throttling), in Redis with an in-process fallback.
+// Attempt limits per key in fixed windows (login throttling), counted in Redis with an in-process fallback.
 import type { Redis } from './redis.js';
 
 export interface LimitedKey {
@@ -6,7 +6,12 @@ export interface LimitedKey {
   max: number;
 }
 
-export class FailureLimiter {
+/**
+ * Counts every attempt before it is checked, atomically (INCR), so parallel attempts cannot all
+ * slip under the limit: the (max+1)th concurrent attempt is refused even while the first ones are
+ * still being verified. A successful attempt is taken back (`succeeded`), so in effect failures count.
+ */
+export class AttemptLimiter {
   private readonly local = new Map<string, { count: number; resetAt: number }>();
 
   constructor(
@@ -19,53 +24,52 @@ export class FailureLimiter {
     return `${this.prefix}:${key}`;
   }
 
-  /** Seconds until every key is back under its limit; 0 when none is over. */
-  async retryAfter(limits: LimitedKey[]): Promise<number> {
-    const keys = limits.map((l) => l.key);
+  /**
+   * Counts one attempt against every key. Returns 0 when the attempt may go ahead, or the seconds
+   * until the first key over its limit frees up.
+   */
+  async attempt(limits: LimitedKey[]): Promise<number> {
+    let counts: { count: number; ttl: number }[];
     try {
       const pipeline = this.redis.multi();
-      for (const key of keys) pipeline.get(this.k(key)).ttl(this.k(key));
+      for (const { key } of limits) pipeline.incr(this.k(key)).expire(this.k(key), this.windowSeconds, 'NX').ttl(this.k(key));
       const replies = (await pipeline.exec()) ?? [];
-      let wait = 0;
-      for (let i = 0; i < keys.length; i++) {
-        const count = Number(replies[i * 2]?.[1] ?? 0);
-        const ttl = Number(replies[i * 2 + 1]?.[1] ?? 0);
-        if (count >= limits[i]!.max) wait = Math.max(wait, ttl > 0 ? ttl : this.windowSeconds);
-      }
-      return wait;
+      counts = limits.map((_, i) => ({ count: Number(replies[i * 3]?.[1] ?? 0), ttl: Number(replies[i * 3 + 2]?.[1] ?? 0) }));
     } catch {
-      return this.localRetryAfter(limits);
+      counts = this.localAttempt(limits);
     }
-  }
-
-  async fail(limits: LimitedKey[]): Promise<void> {
-    const keys = limits.map((l) => l.key);
-    try {
-      const pipeline = this.redis.multi();
-      for (const key of keys) pipeline.incr(this.k(key)).expire(this.k(key), this.windowSeconds, 'NX');
-      await pipeline.exec();
-    } catch {
-      const now = Date.now();
-      for (const key of keys) {
-        const e = this.local.get(key);
-        if (!e || e.resetAt <= now) this.local.set(key, { count: 1, resetAt: now + this.windowSeconds * 1000 });
-        else e.count++;
-      }
-    }
-  }
-
-  async reset(key: string): Promise<void> {
-    this.local.delete(key);
-    await this.redis.del(this.k(key)).catch(() => {});
-  }
-
-  private localRetryAfter(limits: LimitedKey[]): number {
-    const now = Date.now();
     let wait = 0;
-    for (const { key, max } of limits) {
-      const e = this.local.get(key);
-      if (e && e.resetAt > now && e.count >= max) wait = Math.max(wait, Math.ceil((e.resetAt - now) / 1000));
+    for (const [i, { max }] of limits.entries()) {
+      const { count, ttl } = counts[i]!;
+      if (count > max) wait = Math.max(wait, ttl > 0 ? ttl : this.windowSeconds);
     }
     return wait;
+  }
+
+  /** The attempt succeeded: it no longer counts against `giveBack`, and `clear` starts afresh. */
+  async succeeded(giveBack: string[], clear: string[]): Promise<void> {
+    for (const key of giveBack) {
+      const e = this.local.get(key);
+      if (e) e.count = Math.max(0, e.count - 1);
+    }
+    for (const key of clear) this.local.delete(key);
+    try {
+      const pipeline = this.redis.multi();
+      for (const key of giveBack) pipeline.decr(this.k(key));
+      if (clear.length) pipeline.del(...clear.map((key) => this.k(key)));
+      await pipeline.exec();
+    } catch {
+      // Redis is away: its counters lapse with their window anyway.
+    }
+  }
+
+  private localAttempt(limits: LimitedKey[]): { count: number; ttl: number }[] {
+    const now = Date.now();
+    return limits.map(({ key }) => {
+      let e = this.local.get(key);
+      if (!e || e.resetAt <= now) this.local.set(key, (e = { count: 0, resetAt: now + this.windowSeconds * 1000 }));
+      e.count++;
+      return { count: e.count, ttl: Math.ceil((e.resetAt - now) / 1000) };
+    });
   }
 }

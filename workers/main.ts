@@ -11,7 +11,7 @@ await runProcess(
   },
   async (p) => {
     const set = await startWorkers(p, p.config.WORKER_QUEUES);
-    const metrics = p.config.METRICS_PORT ? serveMetrics(p.config.METRICS_PORT, p.config.HOST) : undefined;
+    const metrics = p.config.METRICS_PORT ? serveMetrics(p.config.METRICS_PORT, p.config.HOST, p.config.METRICS_TOKEN) : undefined;
     return {
       async stop(timeoutMs) {
         metrics?.close();

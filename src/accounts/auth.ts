@@ -6,11 +6,11 @@ import type { Config } from '../config.js';
 import type { Db } from '../db.js';
 import { tooManyRequests, unauthorized, forbidden } from '../errors.js';
 import type { Logger } from '../log.js';
-import { FailureLimiter, type LimitedKey } from '../ratelimit.js';
+import { AttemptLimiter, type LimitedKey } from '../ratelimit.js';
 import type { Redis } from '../redis.js';
 import { randomAlnum, sha256Hex } from '../secrets.js';
 import { burnVerification, hashPassword, verifyPassword } from './passwords.js';
-import { USER_STATUS, type UserRow } from './schema.js';
+import { USER_STATUS, type UserRow, usernameKey } from './schema.js';
 import * as store from './store.js';
 import { isApiKey } from './tokens.js';
 
@@ -36,7 +36,7 @@ export interface Attempt {
   userAgent?: string;
 }
 
-type Cached = { userId: number; user: AuthUser; token?: store.TokenWithUser };
+type Cached = { userId: number; user: AuthUser; token?: store.TokenWithUser; passwordHash?: string };
 
 const toAuthUser = (u: Pick<UserRow, 'id' | 'username' | 'role' | 'status'>): AuthUser => ({ id: u.id, username: u.username, role: u.role, status: u.status });
 
@@ -45,7 +45,7 @@ export class Authenticator {
   private readonly lookups: TtlCache<Cached>;
   /** Verified HTTP Basic pairs (Bull Board): browsers resend them on every request. */
   private readonly basicPairs = new TtlCache<Cached>(60_000, 1_000);
-  private readonly limiter: FailureLimiter;
+  private readonly limiter: AttemptLimiter;
 
   constructor(
     private readonly config: Config,
@@ -53,7 +53,7 @@ export class Authenticator {
     redis: Redis,
   ) {
     this.lookups = new TtlCache(config.AUTH_CACHE_MS);
-    this.limiter = new FailureLimiter(redis, `${config.QUEUE_PREFIX}:login-failures`, config.LOGIN_WINDOW_SECONDS);
+    this.limiter = new AttemptLimiter(redis, `${config.QUEUE_PREFIX}:login-failures`, config.LOGIN_WINDOW_SECONDS);
   }
 
   /** An sk- key's row with its user; undefined when no such key exists. Cached under the key itself: a hit costs no hashing. */
@@ -104,24 +104,42 @@ export class Authenticator {
    */
   async checkPassword(username: string, password: string, attempt: Attempt): Promise<UserRow> {
     const keys = this.limits(username, attempt);
-    const wait = await this.limiter.retryAfter(keys);
+    // Counted before the check, atomically: parallel guesses cannot all pass under the limit.
+    const wait = await this.limiter.attempt(keys);
     if (wait > 0) throw tooManyRequests(`Too many failed logins; try again in ${wait} s`, wait);
     const row = username ? await store.findUserByUsername(this.db, username) : undefined;
     const ok = row ? await verifyPassword(row.password_hash, password) : (await burnVerification(password), false);
-    if (!row || !ok) {
-      await this.limiter.fail(keys);
-      throw unauthorized('Invalid username or password', { code: 'invalid_credentials' });
-    }
+    if (!row || !ok) throw unauthorized('Invalid username or password', { code: 'invalid_credentials' });
+    await this.limiter.succeeded(
+      keys.map((k) => k.key),
+      [],
+    );
     return row;
   }
 
-  /** HTTP Basic credentials (Bull Board). A good pair is remembered for a minute, not its hash cost. */
+  /**
+   * HTTP Basic credentials (Bull Board). Browsers resend them on every request: a verified pair is
+   * remembered for a minute instead of paying argon2 each time, but the user's row is read again
+   * every AUTH_CACHE_MS, so a disabled user or a changed password ends it everywhere in that time.
+   */
   async basic(username: string, password: string, attempt: Attempt): Promise<AuthUser> {
     const cacheKey = `basic:${sha256Hex(`${username}\u0000${password}`)}`;
-    const cached = this.basicPairs.get(cacheKey);
-    if (cached) return cached.user;
-    const user = toAuthUser(await this.checkPassword(username, password, attempt));
-    this.basicPairs.set(cacheKey, { userId: user.id, user });
+    const verified = this.basicPairs.get(cacheKey);
+    if (verified) {
+      const fresh = this.lookups.get(cacheKey);
+      if (fresh) return fresh.user;
+      const row = await store.getUser(this.db, verified.userId);
+      if (row && row.password_hash === verified.passwordHash) {
+        const user = toAuthUser(row);
+        this.lookups.set(cacheKey, { userId: user.id, user });
+        return user;
+      }
+      this.basicPairs.delete(cacheKey);
+    }
+    const row = await this.checkPassword(username, password, attempt);
+    const user = toAuthUser(row);
+    this.basicPairs.set(cacheKey, { userId: user.id, user, passwordHash: row.password_hash });
+    this.lookups.set(cacheKey, { userId: user.id, user });
     return user;
   }
 
@@ -129,7 +147,8 @@ export class Authenticator {
   async login(username: string, password: string, attempt: Attempt): Promise<{ user: UserRow; sid: string; expiresAt: Date }> {
     const row = await this.checkPassword(username, password, attempt);
     if (row.status !== USER_STATUS.enabled) throw forbidden('User is disabled', { code: 'user_disabled' });
-    await this.limiter.reset(this.usernameKey(username));
+    // A good login clears its username's count (the address keeps its own).
+    await this.limiter.succeeded([], [this.usernameLimitKey(username)]);
     const sid = crypto.randomBytes(32).toString('base64url');
     const expiresAt = new Date(Date.now() + this.config.SESSION_TTL_HOURS * 3_600_000);
     await store.createSession(this.db, { idHash: sha256Hex(sid), userId: row.id, expiresAt, ip: attempt.ip, userAgent: attempt.userAgent });
@@ -167,15 +186,16 @@ export class Authenticator {
       );
   }
 
-  private usernameKey(username: string): string {
-    return `user:${username.toLowerCase()}`;
+  /** The username's counter, under the same normalisation as lookups and uniqueness. */
+  private usernameLimitKey(username: string): string {
+    return `user:${usernameKey(username)}`;
   }
 
   /** Failed-login counters: one per client address, one per username. */
   private limits(username: string, attempt: Attempt): LimitedKey[] {
     return [
       { key: `ip:${attempt.ip}`, max: this.config.LOGIN_MAX_FAILURES_PER_IP },
-      { key: this.usernameKey(username), max: this.config.LOGIN_MAX_FAILURES },
+      { key: this.usernameLimitKey(username), max: this.config.LOGIN_MAX_FAILURES },
     ];
   }
 }

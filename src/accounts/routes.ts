@@ -3,7 +3,7 @@ import type { Context } from 'koa';
 import { z } from 'zod';
 import type { Platform } from '../platform.js';
 import type { Principal } from './auth.js';
-import { attemptOf, authorize, SESSION_COOKIE } from '../http/auth.js';
+import { attemptOf, authorize, checkSameOrigin, SESSION_COOKIE } from '../http/auth.js';
 import { envelope, envelopeList } from '../http/envelope.js';
 import { ApiRouter, envelopeOf, ok } from '../http/route.js';
 import { badRequest, forbidden, notFound } from '../errors.js';
@@ -37,6 +37,8 @@ export function accountsRouter(p: Platform): ApiRouter {
     responses: { 200: oneUser, 401: 'wrong username or password', 403: 'user disabled', 429: 'too many failed logins (Retry-After)' },
   } as const;
   router.endpoint(login, async (ctx) => {
+    // Login CSRF: a foreign page must not sign a browser into an account of its choosing.
+    checkSameOrigin(ctx, p);
     const { username, password } = parse(schema.loginBody, ctx.request.body ?? {});
     const { user: row, sid, expiresAt } = await p.auth.login(username, password, attemptOf(ctx));
     ctx.cookies.set(SESSION_COOKIE, sid, { httpOnly: true, sameSite: 'lax', signed: true, secure: ctx.secure, expires: expiresAt, overwrite: true });
@@ -44,6 +46,8 @@ export function accountsRouter(p: Platform): ApiRouter {
   });
 
   router.endpoint({ method: 'get', path: '/api/user/logout', summary: 'End the session', auth: 'none', responses: { 200: 'envelope' } }, async (ctx) => {
+    // A GET that ends the session: a cross-site page must not log people out.
+    checkSameOrigin(ctx, p, true);
     const principal = await authorize(ctx, p).catch(() => null);
     if (principal?.sessionHash) await p.auth.logout(principal.sessionHash);
     ctx.cookies.set(SESSION_COOKIE, null, { signed: true });
@@ -80,7 +84,16 @@ export function accountsRouter(p: Platform): ApiRouter {
       }
       patch.password_hash = await hashPassword(body.password);
     }
-    const updated = await store.updateUser(p.db, row.id, patch);
+    const updated = await p.db.transaction(async (trx) => {
+      const changed = await store.updateUser(trx, row.id, patch);
+      if (patch.password_hash) {
+        // A new password ends every other way in: other sessions, and the access token.
+        await store.deleteUserSessions(trx, row.id, principal.sessionHash);
+        await store.setAccessTokenHash(trx, row.id, null);
+      }
+      return changed;
+    });
+    if (patch.password_hash) p.auth.forgetUser(row.id);
     envelope(ctx, store.publicUser(updated!));
   });
 
@@ -93,7 +106,7 @@ export function accountsRouter(p: Platform): ApiRouter {
     responses: { 200: ok('envelope with the token', envelopeOf(z.string())) },
   } as const;
   router.endpoint(accessToken, async (ctx) => {
-    const { user: me } = await user(ctx);
+    const { user: me } = await authorize(ctx, p, ROLE.common, { changesState: true });
     const token = randomAlnum(32);
     await store.setAccessTokenHash(p.db, me.id, sha256Hex(token));
     p.auth.forgetUser(me.id);
@@ -133,9 +146,11 @@ export function accountsRouter(p: Platform): ApiRouter {
     listUsers,
   );
   async function listUsers(ctx: Context) {
-    await admin(ctx);
+    const principal = await admin(ctx);
     const q = parse(schema.pageQuery, ctx.query);
-    const { rows, total } = await store.listUsers(p.db, { offset: q.p * q.page_size, limit: q.page_size, keyword: q.keyword });
+    // An admin sees the users below their role (root sees everyone), as for a single user.
+    const belowRole = principal.user.role >= ROLE.root ? undefined : principal.user.role;
+    const { rows, total } = await store.listUsers(p.db, { offset: q.p * q.page_size, limit: q.page_size, keyword: q.keyword, belowRole });
     envelopeList(ctx, rows.map(store.publicUser), total);
   }
 

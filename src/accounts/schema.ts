@@ -10,6 +10,13 @@ export const REDEMPTION_STATUS = { unused: 1, disabled: 2, used: 3 } as const;
 const quota = z.number({ error: 'must be a number' }).int('must be an integer').min(0, 'must not be negative').max(Number.MAX_SAFE_INTEGER);
 const role = z.union([z.literal(1), z.literal(10), z.literal(100)], { error: 'must be 1 (common), 10 (admin) or 100 (root)' });
 
+/**
+ * The one normalisation of a username, for uniqueness, lookups and the login limiter alike.
+ * Usernames are ASCII (below), so JavaScript's and Postgres' lower() agree on every stored one;
+ * an input that lower-cases to anything else (`İ` → `i̇`) matches no user and counts under its own key.
+ */
+export const usernameKey = (name: string): string => name.toLowerCase();
+
 export const username = z
   .string({ error: 'must be a string' })
   .min(1, 'must be 1-32 characters')

@@ -2,7 +2,7 @@
 import { escapeLike, type Db } from '../db.js';
 import { conflict } from '../errors.js';
 import type { CreateTokenInput, CreateUserInput, RedemptionRow, TokenRow, UpdateTokenInput, UserRow, UserView } from './schema.js';
-import { REDEMPTION_STATUS, ROLE } from './schema.js';
+import { REDEMPTION_STATUS, ROLE, usernameKey } from './schema.js';
 
 const nowSeconds = () => Math.floor(Date.now() / 1000);
 
@@ -49,10 +49,18 @@ export async function createUser(db: Db, input: CreateUserInput, passwordHash: s
 
 export const getUser = (db: Db, id: number) => db<UserRow>('users').where({ id }).first();
 
-export const findUserByUsername = (db: Db, username: string) => db<UserRow>('users').whereRaw('lower(username) = lower(?)', [username]).first();
+/** By username, case-insensitively under usernameKey(): `lower(username)` is what the unique index holds. */
+export const findUserByUsername = (db: Db, username: string) =>
+  db<UserRow>('users')
+    .whereRaw('lower(username) = ?', [usernameKey(username)])
+    .first();
 
-export async function listUsers(db: Db, opts: { offset: number; limit: number; keyword?: string }) {
+/** The ids of users below a role, as a subquery (other areas apply the role rule with it). */
+export const userIdsBelowRole = (db: Db, role: number) => db('users').select('id').where('role', '<', role);
+
+export async function listUsers(db: Db, opts: { offset: number; limit: number; keyword?: string; belowRole?: number }) {
   const base = db<UserRow>('users');
+  if (opts.belowRole !== undefined) base.where('role', '<', opts.belowRole);
   if (opts.keyword) {
     const like = `%${escapeLike(opts.keyword)}%`;
     base.where((q) => q.whereILike('username', like).orWhereILike('display_name', like).orWhereILike('email', like));
@@ -83,7 +91,8 @@ export async function updateUser(
 
 export const deleteUser = (db: Db, id: number) => db('users').where({ id }).delete();
 
-export async function setAccessTokenHash(db: Db, userId: number, hash: string): Promise<void> {
+/** Sets (or, with null, revokes) the user's system access token. */
+export async function setAccessTokenHash(db: Db, userId: number, hash: string | null): Promise<void> {
   await db('users').where({ id: userId }).update({ access_token_hash: hash, updated_at: db.fn.now() });
 }
 
@@ -128,8 +137,11 @@ export const findSessionUser = (db: Db, idHash: string) =>
 
 export const deleteSession = (db: Db, idHash: string) => db('sessions').where({ id_hash: idHash }).delete();
 
-/** Ends every session of a user. */
-export const deleteUserSessions = (db: Db, userId: number) => db('sessions').where({ user_id: userId }).delete();
+/** Ends every session of a user (but `keep`, the one making the change). */
+export const deleteUserSessions = (db: Db, userId: number, keep?: string) => {
+  const q = db('sessions').where({ user_id: userId });
+  return keep ? q.whereNot({ id_hash: keep }).delete() : q.delete();
+};
 
 // ---------------------------------------------------------------------------------------------
 // tokens

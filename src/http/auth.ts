@@ -76,17 +76,25 @@ export async function resolvePrincipal(ctx: Context, p: Platform, opts: { allowB
 const UNSAFE = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 
 /**
- * Cookie-authenticated writes must come from our own origin. Browsers send Origin on every
- * cross-site POST (and SameSite=Lax already withholds the cookie there); a request that carries
- * neither Origin nor Referer is not from a browser page and is let through.
+ * A state change authenticated by what a browser sends on its own (the session cookie, Basic
+ * credentials) must come from our own origin (or ALLOWED_ORIGINS). That covers GETs that change
+ * state too (`changesState`): SameSite=Lax still sends the cookie on a top-level cross-site GET.
+ * Refused: a foreign Origin or Referer, or, when neither is sent (a page can suppress Referer),
+ * `Sec-Fetch-Site: cross-site` or `same-site`. A request with none of these headers is not from a
+ * browser page and is let through.
  */
-export function checkSameOrigin(ctx: Context, p: Platform): void {
-  if (!UNSAFE.has(ctx.method)) return;
-  const origin = ctx.get('origin') || refererOrigin(ctx.get('referer'));
-  if (!origin) return;
+export function checkSameOrigin(ctx: Context, p: Platform, changesState = UNSAFE.has(ctx.method)): void {
+  if (!changesState) return;
   const own = `${ctx.protocol}://${ctx.host}`;
-  if (origin === own || p.config.ALLOWED_ORIGINS.includes(origin)) return;
-  throw forbidden(`Cross-origin request refused (Origin ${origin} is not ${own})`, { code: 'csrf_origin_mismatch' });
+  const origin = ctx.get('origin') || refererOrigin(ctx.get('referer'));
+  if (origin) {
+    if (origin === own || p.config.ALLOWED_ORIGINS.includes(origin)) return;
+    throw forbidden(`Cross-origin request refused (Origin ${origin} is not ${own})`, { code: 'csrf_origin_mismatch' });
+  }
+  const site = ctx.get('sec-fetch-site').toLowerCase();
+  if (site === 'cross-site' || site === 'same-site') {
+    throw forbidden(`Cross-site request refused (Sec-Fetch-Site: ${site}): this action must come from ${own}`, { code: 'csrf_origin_mismatch' });
+  }
 }
 
 function refererOrigin(referer: string): string | undefined {
@@ -98,13 +106,20 @@ function refererOrigin(referer: string): string | undefined {
   }
 }
 
+export interface AuthorizeOptions {
+  /** HTTP Basic is accepted (Bull Board). */
+  allowBasic?: boolean;
+  /** A GET that changes state (rotates a token, empties a mailbox, sends mail): same-origin rule applies. */
+  changesState?: boolean;
+}
+
 /** Resolves and checks the caller: 401 without credentials, 403 when disabled or below `minRole`. */
-export async function authorize(ctx: Context, p: Platform, minRole = 1, opts: { allowBasic?: boolean } = {}): Promise<Principal> {
+export async function authorize(ctx: Context, p: Platform, minRole = 1, opts: AuthorizeOptions = {}): Promise<Principal> {
   const principal = await resolvePrincipal(ctx, p, opts);
   if (!principal) throw unauthorized('Authentication required: log in, or send an access token or API key');
   if (principal.user.status !== USER_STATUS.enabled) throw forbidden('User is disabled', { code: 'user_disabled' });
-  // Cookies and Basic credentials are sent by browsers on their own: those writes must be same-origin.
-  if (principal.via === 'session' || principal.via === 'basic') checkSameOrigin(ctx, p);
+  // Cookies and Basic credentials are sent by browsers on their own: their state changes must be same-origin.
+  if (principal.via === 'session' || principal.via === 'basic') checkSameOrigin(ctx, p, opts.changesState || UNSAFE.has(ctx.method));
   if (principal.user.role < minRole) throw forbidden('Insufficient role for this action', { code: 'insufficient_role' });
   ctx.state.principal = principal;
   return principal;

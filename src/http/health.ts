@@ -2,7 +2,8 @@
 import { pingDb } from '../db.js';
 import type { Platform } from '../platform.js';
 import { ApiRouter } from './route.js';
-import { registry } from '../metrics.js';
+import { unauthorized } from '../errors.js';
+import { metricsAuthorized, registry } from '../metrics.js';
 import { redisReady, withTimeout } from '../redis.js';
 
 export function healthRouter(p: Platform): ApiRouter {
@@ -29,12 +30,22 @@ export function healthRouter(p: Platform): ApiRouter {
     ctx.status = ready ? 200 : 503;
     ctx.body = { status: ready ? 'ready' : 'unavailable', checks: { postgres, redis } };
   });
-  router.endpoint(
-    { method: 'get', path: '/metrics', summary: 'Prometheus metrics', auth: 'none', responses: { 200: 'text exposition format' } },
-    async (ctx) => {
-      ctx.type = registry.contentType;
-      ctx.body = await registry.metrics();
-    },
-  );
+  const metrics = {
+    method: 'get',
+    path: '/metrics',
+    summary: 'Prometheus metrics (with METRICS_TOKEN set: Authorization: Bearer <token>)',
+    auth: 'none',
+    responses: { 200: 'text exposition format', 401: 'METRICS_TOKEN is set and the request does not carry it' },
+  } as const;
+  router.endpoint(metrics, async (ctx) => {
+    if (!metricsAuthorized(ctx.get('authorization'), p.config.METRICS_TOKEN)) {
+      throw unauthorized('METRICS_TOKEN required: send Authorization: Bearer <token>', {
+        code: 'metrics_token_required',
+        headers: { 'WWW-Authenticate': 'Bearer' },
+      });
+    }
+    ctx.type = registry.contentType;
+    ctx.body = await registry.metrics();
+  });
   return router;
 }

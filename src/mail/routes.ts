@@ -35,14 +35,15 @@ export function mailRouter(p: Platform): ApiRouter {
     if (!ctx.get('authorization') && !ctx.cookies.get(SESSION_COOKIE) && typeof all.password === 'string' && all.password) {
       ctx.request.headers.authorization = `Bearer ${all.password}`;
     }
-    return authorize(ctx, p);
+    // Every operation acts on a mailbox (or stores inline credentials): GETs included, same-origin for cookies.
+    return authorize(ctx, p, ROLE.common, { changesState: true });
   }
-  const viewer = (principal: Principal) => ({ id: principal.user.id, isAdmin: principal.user.role >= ROLE.admin });
+  const viewer = (principal: Principal): store.Viewer => ({ id: principal.user.id, role: principal.user.role });
 
   /** The account an operation is for: inline OAuth2 credentials update (or create) the caller's own. */
   async function accountFor(principal: Principal, req: { email: string; client_id?: string; refresh_token?: string }): Promise<store.AccountRow> {
     if (req.client_id && req.refresh_token) {
-      const existing = await store.findAccount(p.db, req.email, { id: principal.user.id, isAdmin: false });
+      const existing = await store.findAccount(p.db, req.email, { id: principal.user.id, role: ROLE.common });
       const { row } = await store.upsertAccount(p.db, p.secrets, principal.user.id, {
         email: req.email,
         auth: { type: 'oauth2', client_id: req.client_id, refresh_token: req.refresh_token },

@@ -1,5 +1,8 @@
 // Knex queries of mail: accounts (secrets sealed with SECRET_KEY), stored messages, send records.
 import crypto from 'node:crypto';
+import type { Knex } from 'knex';
+import { userIdsBelowRole } from '../accounts/store.js';
+import { ROLE } from '../accounts/schema.js';
 import { escapeLike, type Db } from '../db.js';
 import type { Secrets } from '../secrets.js';
 import type { z } from 'zod';
@@ -111,16 +114,26 @@ export async function recordUse(db: Db, accountId: number, error: string | null)
 
 export const getAccountRow = (db: Db, id: number) => db<AccountRow>('mail_accounts').where({ id }).first();
 
-/** The caller's account for an address; an admin may reach anyone's (their own first). */
-export async function findAccount(db: Db, email: string, user: { id: number; isAdmin: boolean }): Promise<AccountRow | undefined> {
-  const q = db<AccountRow>('mail_accounts').where({ email: email.toLowerCase() });
-  if (!user.isAdmin) return q.andWhere({ owner_id: user.id }).first();
-  return q.orderByRaw('(owner_id = ?) desc, id asc', [user.id]).first();
+/** Who is asking: accounts follow the user rule (nobody acts on a user of equal or higher role). */
+export interface Viewer {
+  id: number;
+  role: number;
 }
 
-export async function listAccounts(db: Db, user: { id: number; isAdmin: boolean }): Promise<AccountRow[]> {
-  const q = db<AccountRow>('mail_accounts').orderBy('id');
-  return user.isAdmin ? q : q.where({ owner_id: user.id });
+/** Own accounts; for admins also those of users below their role. */
+function visibleTo(db: Db, q: Knex.QueryBuilder, viewer: Viewer): Knex.QueryBuilder {
+  if (viewer.role < ROLE.admin) return q.where({ owner_id: viewer.id });
+  return q.where((w) => w.where({ owner_id: viewer.id }).orWhereIn('owner_id', userIdsBelowRole(db, viewer.role)));
+}
+
+/** The caller's account for an address, or (admins) one of a user below them; their own first. */
+export async function findAccount(db: Db, email: string, viewer: Viewer): Promise<AccountRow | undefined> {
+  const q = db<AccountRow>('mail_accounts').where({ email: email.toLowerCase() });
+  return visibleTo(db, q, viewer).orderByRaw('(owner_id = ?) desc, id asc', [viewer.id]).first();
+}
+
+export async function listAccounts(db: Db, viewer: Viewer): Promise<AccountRow[]> {
+  return visibleTo(db, db<AccountRow>('mail_accounts').orderBy('id'), viewer);
 }
 
 export async function deleteAccount(db: Db, id: number): Promise<void> {

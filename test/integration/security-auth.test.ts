@@ -1,0 +1,212 @@
+// Attacks on authentication, found by attacking a fresh install as a common user and an admin (issue 10): each is refused.
+import type { AddressInfo } from 'node:net';
+import type { Server } from 'node:http';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createLogger } from '../../src/log.js';
+import { createApp } from '../../src/http/app.js';
+import { createPlatform, type Platform } from '../../src/platform.js';
+import { serveMetrics } from '../../src/metrics.js';
+import { freePort } from '../helpers/redis-server.js';
+import { HttpClient } from '../helpers/http.js';
+import { startTestApp, type TestApp } from '../helpers/services.js';
+
+const AUTH_CACHE_MS = 300;
+const METRICS_TOKEN = 'metrics-token-0123456789abcdef';
+let t: TestApp;
+
+async function user(username: string, role = 1): Promise<HttpClient> {
+  const res = await t.root.post('/api/user/', { username, password: `${username}-password`, role });
+  expect(res.status, res.text).toBe(201);
+  const c = new HttpClient(t.url);
+  await c.login(username, `${username}-password`);
+  return c;
+}
+
+const idOf = async (username: string) => (await t.platform.db('users').where({ username }).first('id')).id as number;
+const basic = (username: string, password: string) => ({ authorization: `Basic ${Buffer.from(`${username}:${password}`).toString('base64')}` });
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+beforeAll(async () => {
+  t = await startTestApp({ workers: false, env: { TRUST_PROXY: 'true', AUTH_CACHE_MS: String(AUTH_CACHE_MS), METRICS_TOKEN } });
+});
+afterAll(async () => {
+  await t?.close();
+});
+
+describe('state-changing GETs authenticated by the session cookie', () => {
+  const crossSite = { 'sec-fetch-site': 'cross-site' };
+
+  it('GET /api/user/token from another site is 403 and rotates nothing', async () => {
+    const c = await user('csrf-token');
+    const token = (await c.get('/api/user/token')).body.data as string;
+    const refused = await c.get('/api/user/token', crossSite);
+    expect(refused.status).toBe(403);
+    expect(refused.body.success).toBe(false);
+    expect((await c.get('/api/user/token', { referer: 'https://evil.example/page' })).status).toBe(403);
+    expect((await c.get('/api/user/token', { 'sec-fetch-site': 'same-site' })).status).toBe(403);
+    expect((await t.anon.get('/api/user/self', { authorization: token })).status).toBe(200);
+    // The same request from our own pages, or typed into the address bar, still works.
+    expect((await c.get('/api/user/token', { 'sec-fetch-site': 'same-origin' })).status).toBe(200);
+    expect((await c.get('/api/user/token', { 'sec-fetch-site': 'none' })).status).toBe(200);
+  });
+
+  it('GET /api/user/logout from another site is 403 and the session lives on', async () => {
+    const c = await user('csrf-logout');
+    expect((await c.get('/api/user/logout', crossSite)).status).toBe(403);
+    expect((await c.get('/api/user/self')).status).toBe(200);
+    expect((await c.get('/api/user/logout')).status).toBe(200);
+    expect((await c.get('/api/user/self')).status).toBe(401);
+  });
+
+  it('GET mail operations (empty a mailbox, send) from another site are 403 before anything runs', async () => {
+    const c = await user('csrf-mail');
+    for (const path of [
+      '/api/process-inbox?email=a@example.com',
+      '/api/process-junk?email=a@example.com',
+      '/api/send-mail?email=a@example.com&to=b@example.com&subject=x&text=y',
+    ]) {
+      const res = await c.get(path, crossSite);
+      expect(res.status, path).toBe(403);
+      expect(res.body.error, path).toMatch(/Cross-site/);
+      // Its own origin gets as far as the account lookup (no such account here).
+      expect((await c.get(path, { 'sec-fetch-site': 'same-origin' })).status, path).toBe(404);
+    }
+  });
+
+  it('does not apply to an access token sent from anywhere (no ambient credential)', async () => {
+    const c = await user('csrf-script');
+    const token = (await c.get('/api/user/token')).body.data as string;
+    const res = await t.anon.get('/api/process-inbox?email=a@example.com', { authorization: token, 'sec-fetch-site': 'cross-site' });
+    expect(res.status).toBe(404);
+  });
+});
+
+describe('the login limiter', () => {
+  it('counts parallel guesses before checking them: of 40 at once, at most 10 are checked', async () => {
+    await user('parallel-victim');
+    const guesses = await Promise.all(
+      Array.from({ length: 40 }, (_, i) =>
+        t.anon.post('/api/user/login', { username: 'parallel-victim', password: `wrong-${i}` }, { 'x-forwarded-for': `198.18.0.${i + 1}` }),
+      ),
+    );
+    const statuses = guesses.map((g) => g.status);
+    expect(statuses.filter((s) => s === 401).length).toBeLessThanOrEqual(10);
+    expect(statuses.filter((s) => s === 429).length).toBeGreaterThanOrEqual(30);
+    expect(new Set(statuses)).toEqual(new Set([401, 429]));
+  });
+
+  it('cannot be sidestepped by a username that Postgres and JavaScript lower-case differently (İ)', async () => {
+    await user('ivan');
+    for (let i = 0; i < 10; i++) {
+      expect((await t.anon.post('/api/user/login', { username: 'ivan', password: `wrong-${i}` }, { 'x-forwarded-for': `198.18.1.${i + 1}` })).status).toBe(401);
+    }
+    // Postgres lower-cases 'İvan' to 'ivan'; JavaScript to 'i̇van' (i + combining dot). It must not be a second door.
+    const dotted = await t.anon.post('/api/user/login', { username: 'İvan', password: 'ivan-password' }, { 'x-forwarded-for': '198.18.1.100' });
+    expect(dotted.status).toBe(401);
+    expect((await t.anon.post('/api/user/login', { username: 'IVAN', password: 'ivan-password' }, { 'x-forwarded-for': '198.18.1.101' })).status).toBe(429);
+  });
+});
+
+describe('ending credentials', () => {
+  it('changing your own password ends your other sessions and your access token, not this session', async () => {
+    const first = await user('rotator');
+    const second = new HttpClient(t.url);
+    await second.login('rotator', 'rotator-password');
+    const token = (await first.get('/api/user/token')).body.data as string;
+    const res = await first.put('/api/user/self', { password: 'rotator-new-password', original_password: 'rotator-password' });
+    expect(res.status).toBe(200);
+    expect((await second.get('/api/user/self')).status).toBe(401);
+    expect((await t.anon.get('/api/user/self', { authorization: token })).status).toBe(401);
+    expect((await first.get('/api/user/self')).status).toBe(200);
+  });
+
+  describe('HTTP Basic (Bull Board) on another API process', () => {
+    let other: { platform: Platform; server: Server; client: HttpClient };
+    beforeAll(async () => {
+      const platform = await createPlatform(t.config, createLogger('silent'), { listenForJobs: true });
+      const server: Server = await new Promise((resolve) => {
+        const s = createApp(platform).listen(0, '127.0.0.1', () => resolve(s));
+      });
+      other = { platform, server, client: new HttpClient(`http://127.0.0.1:${(server.address() as AddressInfo).port}`) };
+    });
+    afterAll(async () => {
+      other?.server.closeAllConnections();
+      await new Promise((r) => other?.server.close(r));
+      await other?.platform.close();
+    });
+
+    it('disabling a user ends their cached Basic credentials there within AUTH_CACHE_MS', async () => {
+      await user('board-admin', 10);
+      expect((await other.client.get('/admin/queues', basic('board-admin', 'board-admin-password'))).status).toBe(200);
+      expect((await t.root.put(`/api/user/${await idOf('board-admin')}`, { status: 2 })).status).toBe(200);
+      await sleep(AUTH_CACHE_MS + 200);
+      expect((await other.client.get('/admin/queues', basic('board-admin', 'board-admin-password'))).status).toBe(403);
+    });
+
+    it('a new password ends the old Basic pair there within AUTH_CACHE_MS', async () => {
+      await user('board-admin2', 10);
+      expect((await other.client.get('/admin/queues', basic('board-admin2', 'board-admin2-password'))).status).toBe(200);
+      expect((await t.root.put(`/api/user/${await idOf('board-admin2')}`, { password: 'a-brand-new-password' })).status).toBe(200);
+      await sleep(AUTH_CACHE_MS + 200);
+      expect((await other.client.get('/admin/queues', basic('board-admin2', 'board-admin2-password'))).status).toBe(401);
+      expect((await other.client.get('/admin/queues', basic('board-admin2', 'a-brand-new-password'))).status).toBe(200);
+    });
+  });
+});
+
+describe('the role rule', () => {
+  it('an admin lists and searches only users below their role', async () => {
+    const admin = await user('lister', 10);
+    await user('listed');
+    const all = (await admin.get('/api/user/?page_size=100')).body.data.map((u: { username: string }) => u.username);
+    expect(all).toContain('listed');
+    expect(all).not.toContain('root');
+    expect(all).not.toContain('lister');
+    const found = (await admin.get('/api/user/search?keyword=root')).body.data;
+    expect(found).toEqual([]);
+    expect((await t.root.get('/api/user/search?keyword=root')).body.data.map((u: { username: string }) => u.username)).toContain('root');
+  });
+
+  it("an admin neither sees nor deletes root's mail accounts, but does a common user's", async () => {
+    const admin = await user('mail-admin', 10);
+    const common = await user('mail-common');
+    const account = (email: string) => ({
+      email,
+      auth: { type: 'password', password: 'secret-password' },
+      imap: { host: 'imap.example.com' },
+      smtp: { host: 'smtp.example.com' },
+    });
+    expect((await t.root.post('/api/mail/accounts', account('root-box@example.com'))).status).toBe(201);
+    expect((await common.post('/api/mail/accounts', account('common-box@example.com'))).status).toBe(201);
+    const seen = (await admin.get('/api/mail/accounts')).body.map((a: { email: string }) => a.email);
+    expect(seen).toContain('common-box@example.com');
+    expect(seen).not.toContain('root-box@example.com');
+    expect((await admin.delete('/api/mail/accounts/root-box@example.com')).status).toBe(404);
+    expect((await admin.post('/api/process-inbox', { email: 'root-box@example.com' })).status).toBe(404);
+    expect((await t.root.get('/api/mail/accounts')).body.map((a: { email: string }) => a.email)).toContain('root-box@example.com');
+  });
+});
+
+describe('/metrics with METRICS_TOKEN', () => {
+  it('answers 401 JSON without the token or with a wrong one, and the metrics with it', async () => {
+    const none = await t.anon.get('/metrics');
+    expect(none.status).toBe(401);
+    expect(none.body.error).toMatch(/METRICS_TOKEN/);
+    expect((await t.anon.get('/metrics', { authorization: 'Bearer wrong-token-0123456789' })).status).toBe(401);
+    const ok = await t.anon.get('/metrics', { authorization: `Bearer ${METRICS_TOKEN}` });
+    expect(ok.status).toBe(200);
+    expect(ok.text).toMatch(/switchyard_process_resident_memory_bytes/);
+  });
+
+  it("guards a worker process's METRICS_PORT the same way", async () => {
+    const port = await freePort();
+    const server = serveMetrics(port, '127.0.0.1', METRICS_TOKEN);
+    try {
+      await new Promise((r) => server.once('listening', r));
+      expect((await fetch(`http://127.0.0.1:${port}/metrics`)).status).toBe(401);
+      expect((await fetch(`http://127.0.0.1:${port}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } })).status).toBe(200);
+    } finally {
+      server.close();
+    }
+  });
+});
