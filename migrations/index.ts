@@ -4,6 +4,7 @@ import * as m001 from './001_accounts.js';
 import * as m002 from './002_content.js';
 import * as m003 from './003_embeddings.js';
 import * as m004 from './004_mail.js';
+import * as m005 from './005_content_owner.js';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -15,6 +16,7 @@ const migrations: [string, Migration][] = [
   ['002_content', m002],
   ['003_embeddings', m003],
   ['004_mail', m004],
+  ['005_content_owner', m005],
 ];
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -2,19 +2,54 @@
 import { z } from 'zod';
 import { badRequest, type AppErrorOptions } from './errors.js';
 
-export function describeIssue(issue: z.core.$ZodIssue): string {
+export function describeIssue(issue: Pick<z.core.$ZodIssue, 'path' | 'message'>): string {
   const field = issue.path.map(String).join('.');
   return field ? `${field}: ${issue.message}` : issue.message;
 }
 
 export function parse<S extends z.ZodType>(schema: S, input: unknown, opts?: AppErrorOptions): z.output<S> {
   const result = schema.safeParse(input);
-  if (result.success) return result.data;
-  const issue = result.error.issues[0]!;
+  let issue: Pick<z.core.$ZodIssue, 'path' | 'message'>;
+  if (result.success) {
+    // What passed the schema is still refused if it holds a NUL anywhere: it would reach Postgres.
+    const nul = nulIssue(result.data);
+    if (!nul) return result.data;
+    issue = nul;
+  } else issue = result.error.issues[0]!;
   const param = issue.path.length ? issue.path.map(String).join('.') : (opts?.param ?? null);
   // A scalar (a path parameter) has no path of its own: name it by the param it came from.
   const message = !issue.path.length && param ? `${param}: ${issue.message}` : describeIssue(issue);
   throw badRequest(message, { ...opts, param });
+}
+
+/** Postgres refuses U+0000 in text (and in jsonb): a string that holds one is a 400, never a 500. */
+export const NUL_MESSAGE = 'must not contain NUL (\\u0000) characters';
+
+/** The path of the first string (or object key) in `value` that holds U+0000; plain objects and arrays are walked. */
+export function findNul(value: unknown): PropertyKey[] | undefined {
+  if (typeof value === 'string') return value.includes('\0') ? [] : undefined;
+  if (typeof value !== 'object' || value === null) return undefined;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      const found = findNul(value[i]);
+      if (found) return [i, ...found];
+    }
+    return undefined;
+  }
+  const proto = Object.getPrototypeOf(value);
+  if (proto !== Object.prototype && proto !== null) return undefined; // Date, Buffer, ...: not text
+  for (const [k, v] of Object.entries(value)) {
+    if (k.includes('\0')) return [k.replaceAll('\0', '\\u0000')]; // named, not echoed: the message stays printable
+    const found = findNul(v);
+    if (found) return [k, ...found];
+  }
+  return undefined;
+}
+
+/** findNul as a zod-style issue (path and message), for callers that report issues. */
+export function nulIssue(value: unknown): { path: PropertyKey[]; message: string } | undefined {
+  const path = findNul(value);
+  return path && { path, message: NUL_MESSAGE };
 }
 
 /** A string that is an absolute http(s) URL of at most `max` characters. */

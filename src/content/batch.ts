@@ -1,10 +1,14 @@
 // A content batch: each entry validated on its own, repeated urls refused, the rest in one upsert.
 import type { Db } from '../db.js';
-import { checkItem, DUPLICATE_IN_BATCH, type BatchResult, type NewItem } from './schema.js';
-import { upsertItems } from './store.js';
+import { checkItem, DUPLICATE_IN_BATCH, NOT_OWNER_UPSERT, type BatchResult, type NewItem } from './schema.js';
+import { upsertItems, type Caller } from './store.js';
 
-/** `progress` hears 50 once every entry is checked, 100 once the rows are written. */
-export async function runBatch(db: Db, rawItems: unknown[], progress?: (percent: number) => Promise<void>): Promise<BatchResult> {
+/**
+ * `progress` hears 50 once every entry is checked, 100 once the rows are written. Bad entries fail
+ * on their own (never the batch, never a retry); so do urls of other users' items when `caller` is
+ * not an admin: the upsert skips them and they are reported, the rest are written.
+ */
+export async function runBatch(db: Db, rawItems: unknown[], caller: Caller, progress?: (percent: number) => Promise<void>): Promise<BatchResult> {
   const errors: BatchResult['errors'] = [];
   const valid: { index: number; item: NewItem }[] = [];
   const seen = new Set<string>();
@@ -22,9 +26,16 @@ export async function runBatch(db: Db, rawItems: unknown[], progress?: (percent:
   const rows = await upsertItems(
     db,
     valid.map((v) => v.item),
+    caller,
   );
   const idByUrl = new Map(rows.map((r) => [r.url, r.id]));
-  const created = valid.map((v) => ({ index: v.index, id: idByUrl.get(v.item.url)!, url: v.item.url }));
+  const created: BatchResult['created'] = [];
+  for (const v of valid) {
+    const id = idByUrl.get(v.item.url);
+    if (id) created.push({ index: v.index, id, url: v.item.url });
+    else errors.push({ index: v.index, url: v.item.url, error: NOT_OWNER_UPSERT });
+  }
+  errors.sort((a, b) => a.index - b.index);
   await progress?.(100);
   return { success: created.length, failed: errors.length, total: rawItems.length, errors, created };
 }

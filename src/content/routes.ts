@@ -3,7 +3,8 @@ import type { Context } from 'koa';
 import { z } from 'zod';
 import type { Platform } from '../platform.js';
 import { authorize } from '../http/auth.js';
-import { AppError, badRequest, notFound, toAppError } from '../errors.js';
+import { AppError, badRequest, conflict, forbidden, notFound, toAppError } from '../errors.js';
+import { MAX_JSON_DEPTH } from '../http/body.js';
 import { runJobForRequest } from '../http/jobs.js';
 import { ApiRouter, ok, plainError } from '../http/route.js';
 import * as s from './schema.js';
@@ -35,16 +36,18 @@ export function contentRouter(p: Platform): ApiRouter {
       201: ok('created', s.itemView),
       200: ok('updated', s.itemView),
       400: ok('missing fields, score out of range, or a field named', plainError),
+      409: ok("the url is another user's item (only admins replace those)", plainError),
       500: ok('Failed to create content', plainError),
     },
   } as const;
   router.endpoint(create, async (ctx) => {
-    await auth(ctx);
+    const principal = await auth(ctx);
     const check = s.checkItem(ctx.request.body);
     if (!check.ok) throw badRequest(check.error);
-    const row = await failingWith(ctx, 'Failed to create content', () => store.upsertItem(p.db, check.item));
-    ctx.status = row!.inserted ? 201 : 200;
-    ctx.body = s.publicItem(row!);
+    const row = await failingWith(ctx, 'Failed to create content', () => store.upsertItem(p.db, check.item, store.callerOf(principal.user)));
+    if (!row) throw conflict(s.NOT_OWNER_UPSERT);
+    ctx.status = row.inserted ? 201 : 200;
+    ctx.body = s.publicItem(row);
   });
 
   const batch = {
@@ -54,7 +57,10 @@ export function contentRouter(p: Platform): ApiRouter {
     auth: 'user',
     body: z.array(s.contentItemBody).min(1).max(s.MAX_BATCH),
     job: true,
-    responses: { 200: ok('per-entry outcome', s.batchResultView), 400: ok(`not an array, empty, or over ${s.MAX_BATCH}`, plainError) },
+    responses: {
+      200: ok('per-entry outcome', s.batchResultView),
+      400: ok(`not an array, empty, over ${s.MAX_BATCH}, or JSON nested deeper than ${MAX_JSON_DEPTH} levels`, plainError),
+    },
   } as const;
   router.endpoint(batch, async (ctx) => {
     const principal = await auth(ctx);
@@ -113,13 +119,20 @@ export function contentRouter(p: Platform): ApiRouter {
     path: '/api/content/:id',
     summary: 'Delete an item',
     auth: 'user',
-    responses: { 200: ok('{success:true}', z.object({ success: z.literal(true) })), 404: ok('Content not found', plainError) },
+    responses: {
+      200: ok('{success:true}', z.object({ success: z.literal(true) })),
+      403: ok("another user's item (only admins delete those)", plainError),
+      404: ok('Content not found', plainError),
+    },
   } as const;
   router.endpoint(remove, async (ctx) => {
-    await auth(ctx);
+    const principal = await auth(ctx);
     const id = String(ctx.params.id);
-    const deleted = s.UUID_RE.test(id) && (await failingWith(ctx, 'Failed to delete content', () => store.deleteItem(p.db, id)));
-    if (!deleted) throw notFound(s.NOT_FOUND);
+    const outcome = s.UUID_RE.test(id)
+      ? await failingWith(ctx, 'Failed to delete content', () => store.deleteItem(p.db, id, store.callerOf(principal.user)))
+      : 'missing';
+    if (outcome === 'forbidden') throw forbidden(s.NOT_OWNER_DELETE, { code: 'not_owner' });
+    if (outcome === 'missing') throw notFound(s.NOT_FOUND);
     ctx.body = { success: true };
   });
 

@@ -1,6 +1,6 @@
 // The content area's item and query rules, with the exact error strings of content-analyzer's API.
 import { z } from 'zod';
-import { describeIssue, httpUrl } from '../validate.js';
+import { describeIssue, httpUrl, nulIssue } from '../validate.js';
 
 export const MISSING_FIELDS = 'Missing required fields: source, url, summary, content, score';
 export const SCORE_RANGE = 'Score must be between 0 and 10';
@@ -9,6 +9,9 @@ export const BATCH_EMPTY = 'Array cannot be empty';
 export const BATCH_TOO_LARGE = 'Batch size cannot exceed 100';
 export const DUPLICATE_IN_BATCH = 'Duplicate url in batch';
 export const NOT_FOUND = 'Content not found';
+/** Replacing or deleting an item someone else stored (or a legacy item, stored by nobody) is for admins. */
+export const NOT_OWNER_UPSERT = 'Content with this url was stored by another user; only an admin can replace it';
+export const NOT_OWNER_DELETE = 'Content was stored by another user; only an admin can delete it';
 export const MAX_BATCH = 100;
 export const MAX_CONTENT_BYTES = 1024 * 1024;
 
@@ -63,6 +66,8 @@ export function checkItem(raw: unknown): ItemCheck {
   if (typeof score !== 'number' || !Number.isFinite(score) || score < 0 || score > 10) return { ok: false, error: SCORE_RANGE, url };
   const parsed = itemFields.safeParse(o);
   if (!parsed.success) return { ok: false, error: `Invalid field ${describeIssue(parsed.error.issues[0]!)}`, url };
+  const nul = nulIssue(parsed.data);
+  if (nul) return { ok: false, error: `Invalid field ${describeIssue(nul)}`, url };
   const f = parsed.data;
   return {
     ok: true,
@@ -128,8 +133,9 @@ export function parseListQuery(query: Record<string, unknown>): { ok: true; valu
   const flat: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(query)) flat[k] = Array.isArray(v) ? v[v.length - 1] : v;
   const r = listQuery.safeParse(flat);
-  if (r.success) return { ok: true, value: r.data };
-  const issue = r.error.issues[0]!;
+  if (r.success && !nulIssue(r.data)) return { ok: true, value: r.data };
+  // A NUL in a parameter (source, cursor) would reach Postgres: refused by name, like any bad value.
+  const issue = r.success ? nulIssue(r.data)! : r.error.issues[0]!;
   return { ok: false, error: issue.message.startsWith('Invalid ') ? issue.message : `Invalid ${issue.path.join('.')}: ${issue.message}` };
 }
 
@@ -147,6 +153,8 @@ export interface ContentRow {
   analyzed_at: Date;
   created_at: Date;
   updated_at: Date;
+  /** The user who first stored it (null: stored before migration 005, or its user was deleted). */
+  created_by: number | null;
 }
 
 /** An item as the API shows it (content-analyzer's field names). */

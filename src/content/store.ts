@@ -2,6 +2,8 @@
 import { v7 as uuidv7 } from 'uuid';
 import type { Knex } from 'knex';
 import { escapeLike, isEmbedded, type Db } from '../db.js';
+import { AppError, forbidden } from '../errors.js';
+import { ROLE, USER_STATUS } from '../accounts/schema.js';
 import type { ContentRow, ListQuery, NewItem, OrderBy } from './schema.js';
 
 const SORT_COLUMN: Record<OrderBy, 'score' | 'created_at' | 'analyzed_at'> = {
@@ -13,9 +15,33 @@ const SORT_COLUMN: Record<OrderBy, 'score' | 'created_at' | 'analyzed_at'> = {
 /** The expression the trigram index is built on (migration 002). */
 const SEARCH_EXPR = `(coalesce(title, '') || E'\\x1f' || summary || E'\\x1f' || content)`;
 
+// created_by is not among them: an item keeps the user who first stored it.
 const UPDATED_ON_CONFLICT = ['source', 'title', 'summary', 'content', 'score', 'analyzed_by', 'analyzed_at', 'updated_at'];
 
-function toRow(item: NewItem, now: Date) {
+/**
+ * Who is writing: new items are recorded as theirs; an existing item (another user's, or a legacy
+ * one with no owner) is replaced or deleted only when `admin`. id null (a system job) owns nothing.
+ */
+export interface Caller {
+  id: number | null;
+  admin: boolean;
+}
+
+export const callerOf = (user: { id: number; role: number }): Caller => ({ id: user.id, admin: user.role >= ROLE.admin });
+
+/**
+ * The caller of a job, from Postgres as it is now (not from the job's data): a job of a user who
+ * was since deleted or disabled is refused for good.
+ */
+export async function loadCaller(db: Db, owner: number | null): Promise<Caller> {
+  if (owner === null) return { id: null, admin: false };
+  const user = await db('users').where({ id: owner }).first<{ id: number; role: number; status: number } | undefined>('id', 'role', 'status');
+  if (!user || user.status !== USER_STATUS.enabled)
+    throw forbidden('The user who submitted this job is disabled or gone', { code: 'user_disabled', retriable: false });
+  return callerOf(user);
+}
+
+function toRow(item: NewItem, now: Date, caller: Caller) {
   return {
     id: uuidv7(),
     source: item.source,
@@ -28,37 +54,67 @@ function toRow(item: NewItem, now: Date) {
     analyzed_at: item.analyzedAt ?? now,
     created_at: now,
     updated_at: now,
+    created_by: caller.id,
   };
 }
 
 /**
- * Inserts or updates (by url) in one statement. An existing url keeps its id and created_at.
+ * Inserts or updates (by url) in one statement. An existing url keeps its id, created_at and created_by.
  * Callers must not pass the same url twice (Postgres refuses to update a row twice in one statement).
+ * Undefined when the url is another user's item and the caller is not an admin (nothing written).
  */
-export async function upsertItem(db: Db, item: NewItem): Promise<ContentRow & { inserted: boolean }> {
-  const [row] = await upsert(db, [item]).returning(['*', db.raw('(xmax = 0) as inserted')]);
-  return row as ContentRow & { inserted: boolean };
+export async function upsertItem(db: Db, item: NewItem, caller: Caller): Promise<(ContentRow & { inserted: boolean }) | undefined> {
+  const [row] = await refusingBadValues(upsert(db, [item], caller).returning(['*', db.raw('(xmax = 0) as inserted')]));
+  return row as (ContentRow & { inserted: boolean }) | undefined;
 }
 
-/** The batch form: only ids and urls come back (not a hundred contents the caller already has). */
-export async function upsertItems(db: Db, items: NewItem[]): Promise<{ id: string; url: string }[]> {
+/**
+ * The batch form: only ids and urls come back (not a hundred contents the caller already has).
+ * An item whose url is another user's (caller not an admin) is neither written nor returned.
+ */
+export async function upsertItems(db: Db, items: NewItem[], caller: Caller): Promise<{ id: string; url: string }[]> {
   if (items.length === 0) return [];
-  return upsert(db, items).returning(['id', 'url']);
+  return refusingBadValues(upsert(db, items, caller).returning(['id', 'url']));
 }
 
-function upsert(db: Db, items: NewItem[]) {
+function upsert(db: Db, items: NewItem[], caller: Caller) {
   const now = new Date();
-  return db('content_items')
-    .insert(items.map((i) => toRow(i, now)))
+  const q = db('content_items')
+    .insert(items.map((i) => toRow(i, now, caller)))
     .onConflict('url')
     .merge(UPDATED_ON_CONFLICT);
+  // The ownership check is part of the one statement: a conflicting row is updated only if it is the
+  // caller's. `=` is false for null on either side: legacy items, and callers with no id, never match.
+  return caller.admin ? q : q.whereRaw('content_items.created_by = excluded.created_by');
+}
+
+/**
+ * A value Postgres refuses (data exception, class 22; constraint violation, class 23) is the
+ * input's fault: a 400 that is never retried, not a 500 that a job would retry five times.
+ */
+async function refusingBadValues<T>(query: PromiseLike<T>): Promise<T> {
+  try {
+    return await query;
+  } catch (err) {
+    const code = (err as { code?: unknown }).code;
+    if (typeof code === 'string' && /^2[23]/.test(code)) {
+      throw new AppError(400, `Invalid item: the database refused a value (SQLSTATE ${code})`, { code: 'invalid_value', retriable: false, cause: err });
+    }
+    throw err;
+  }
 }
 
 export const getItem = (db: Db, id: string) => db<ContentRow>('content_items').where({ id }).first();
 
-export async function deleteItem(db: Db, id: string): Promise<boolean> {
+/** 'forbidden': the item is another user's (or a legacy item) and the caller is not an admin. */
+export async function deleteItem(db: Db, id: string, caller: Caller): Promise<'deleted' | 'missing' | 'forbidden'> {
+  const q = db('content_items').where({ id });
+  // whereRaw, not where(col, value): knex turns `= null` into `is null`, which would match legacy items.
+  if (!caller.admin) q.whereRaw('created_by = ?', [caller.id]);
   // RETURNING, not the affected-row count: PGlite's driver reports counts differently from pg.
-  return (await db('content_items').where({ id }).delete().returning('id')).length > 0;
+  if ((await q.delete().returning('id')).length > 0) return 'deleted';
+  if (caller.admin) return 'missing';
+  return (await db('content_items').where({ id }).first('id')) ? 'forbidden' : 'missing';
 }
 
 interface Cursor {

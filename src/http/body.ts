@@ -1,4 +1,4 @@
-// Request body reading: a byte limit (413), strict JSON (400), form and text bodies, nothing else (415).
+// Request body reading: a byte limit (413), strict JSON at most MAX_JSON_DEPTH deep (400), form and text bodies, nothing else (415).
 import type { Middleware } from 'koa';
 import { AppError, badRequest } from '../errors.js';
 
@@ -10,6 +10,13 @@ declare module 'koa' {
 }
 
 const BODYLESS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+/**
+ * Arrays and objects nested deeper than this are refused (400 invalid_json) before the body is
+ * parsed: no API takes more than a few levels, and a very deep value (200k `[`) would overflow the
+ * stack of whatever walks it later (JSON.stringify when it is queued, validators, loggers).
+ */
+export const MAX_JSON_DEPTH = 64;
 
 export function bodyParser(limitBytes: number): Middleware {
   return async (ctx, next) => {
@@ -35,6 +42,9 @@ export function bodyParser(limitBytes: number): Middleware {
     else if (isForm && !looksJson) ctx.request.body = Object.fromEntries(new URLSearchParams(text));
     else if (text.trim() === '') ctx.request.body = undefined;
     else {
+      if (jsonDepthExceeds(text, MAX_JSON_DEPTH)) {
+        throw badRequest(`JSON in request body is nested too deeply (at most ${MAX_JSON_DEPTH} levels of arrays and objects)`, { code: 'invalid_json' });
+      }
       try {
         ctx.request.body = JSON.parse(text);
       } catch (err) {
@@ -43,6 +53,32 @@ export function bodyParser(limitBytes: number): Middleware {
     }
     return next();
   };
+}
+
+/**
+ * Whether JSON text opens more than `max` arrays/objects inside each other. One pass, no parsing:
+ * brackets inside strings do not count (a string is skipped to its closing quote, one not preceded
+ * by an odd run of backslashes). Malformed text is left to JSON.parse to report.
+ */
+export function jsonDepthExceeds(text: string, max: number): boolean {
+  let depth = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 0x22) {
+      let end = i;
+      for (;;) {
+        end = text.indexOf('"', end + 1);
+        if (end < 0) return false; // unterminated string: malformed
+        let k = end - 1;
+        while (text.charCodeAt(k) === 0x5c) k--;
+        if ((end - 1 - k) % 2 === 0) break;
+      }
+      i = end;
+    } else if (c === 0x5b || c === 0x7b) {
+      if (++depth > max) return true;
+    } else if (c === 0x5d || c === 0x7d) depth--;
+  }
+  return false;
 }
 
 const tooLarge = (limit: number) => new AppError(413, `Request body too large (limit ${limit} bytes)`, { code: 'payload_too_large' });
