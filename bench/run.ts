@@ -128,6 +128,8 @@ const env: Record<string, string> = {
   DATA_DIR: dataDir,
   REDIS_AUTOSTART: 'false',
   HOST: '127.0.0.1',
+  // The bench's Dovecot (behind its delay proxy) is on loopback, which the outbound policy refuses.
+  OUTBOUND_ALLOWLIST: '127.0.0.1',
 };
 
 let itemSeq = 0;

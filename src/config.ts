@@ -1,6 +1,7 @@
 // Every setting, read from the environment and validated once; a bad value names its variable.
 import path from 'node:path';
 import { z } from 'zod';
+import { allowlistEntryProblem, splitAllowlist } from './outbound.js';
 
 const int = (def: number, min: number, max = Number.MAX_SAFE_INTEGER) => z.coerce.number().int().min(min).max(max).default(def);
 
@@ -94,6 +95,14 @@ const envSchema = z.object({
   MS_TOKEN_SCOPE: optionalString,
   MAIL_TIMEOUT_MS: int(30_000, 1_000, 600_000),
   UPSTREAM_TIMEOUT_MS: int(30_000, 100, 600_000),
+  // Hosts, addresses and CIDRs that user-aimed connections may reach although the outbound policy refuses them (src/outbound.ts).
+  OUTBOUND_ALLOWLIST: optionalString.transform((v, ctx) => {
+    const list = splitAllowlist(v);
+    const problem = list.map(allowlistEntryProblem).find(Boolean);
+    if (!problem) return list;
+    ctx.addIssue({ code: 'custom', message: problem });
+    return z.NEVER;
+  }),
   LOCAL_MODEL_PRICE: z.coerce.number().min(0).max(1e12).default(0),
   EMBEDDINGS_MAX_IN_FLIGHT: int(2, 1, 1000),
   EMBEDDINGS_CACHE: bool(true),

@@ -4,7 +4,8 @@ import type { Platform } from '../platform.js';
 import { authorize } from '../http/auth.js';
 import { envelope, envelopeList } from '../http/envelope.js';
 import { ApiRouter, envelopeOf, ok } from '../http/route.js';
-import { notFound } from '../errors.js';
+import { badRequest, notFound } from '../errors.js';
+import { refusedHostField } from '../outbound.js';
 import { parse } from '../validate.js';
 import { idParam, pageQuery, ROLE } from '../accounts/schema.js';
 import { z } from 'zod';
@@ -15,6 +16,12 @@ export function channelsRouter(p: Platform): ApiRouter {
   const router = new ApiRouter('Channels');
   const one = ok('envelope with the channel (key as a hint)', envelopeOf(channelView));
   const admin = (ctx: Context) => authorize(ctx, p, ROLE.admin);
+
+  /** The outbound policy's save-time check of a base_url's host (src/outbound.ts): 400 naming base_url. */
+  async function vetBaseUrl(baseUrl: string) {
+    const refused = await refusedHostField(p.config.OUTBOUND_ALLOWLIST, { base_url: new URL(baseUrl).hostname });
+    if (refused) throw badRequest(refused.message, { param: 'base_url' });
+  }
 
   async function list(ctx: Context) {
     await admin(ctx);
@@ -43,6 +50,7 @@ export function channelsRouter(p: Platform): ApiRouter {
   router.endpoint(create, async (ctx) => {
     await admin(ctx);
     const body = parse(createChannelBody, ctx.request.body ?? {});
+    await vetBaseUrl(body.base_url);
     const row = await store.createChannel(p.db, p.secrets, body);
     p.channels.invalidate();
     envelope(ctx, publicChannel(row), 201);
@@ -59,6 +67,15 @@ export function channelsRouter(p: Platform): ApiRouter {
     await admin(ctx);
     const raw = (ctx.request.body ?? {}) as Record<string, unknown>;
     const body = parse(updateChannelBody, { ...raw, id: id ?? raw.id });
+    if (body.base_url !== undefined) {
+      const current = await store.getChannel(p.db, body.id);
+      if (!current) throw notFound('Channel not found');
+      // Otherwise the stored key would be sent to a host of the caller's choosing.
+      if (body.base_url !== current.base_url && !body.key) {
+        throw badRequest("base_url: changing a channel's base_url needs its key again (send key)", { param: 'base_url' });
+      }
+      await vetBaseUrl(body.base_url);
+    }
     const row = await store.updateChannel(p.db, p.secrets, body);
     if (!row) throw notFound('Channel not found');
     p.channels.invalidate();

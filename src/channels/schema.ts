@@ -1,11 +1,38 @@
 // Channels (one-api's upstream model): request bodies, the stored row, and the public view with the key as a hint only.
 import { z } from 'zod';
-import { httpUrl } from '../validate.js';
 
 export const CHANNEL_STATUS = { enabled: 1, disabled: 2, autoDisabled: 3 } as const;
 export const DEFAULT_OPENAI_BASE_URL = 'https://api.openai.com';
 
-const baseUrl = httpUrl(500).transform((v) => v.replace(/\/+$/, ''));
+/**
+ * An upstream's base URL: an http(s) origin and an optional path prefix, nothing else — the API
+ * path is appended to it, so a query or fragment would swallow that path, and userinfo has no
+ * place in it. Stored as the URL parser reads it (no trailing slash), so every later reader sees
+ * the same host the outbound check saw.
+ */
+const baseUrl = z
+  .string({ error: 'must be a string' })
+  .max(500, 'must be at most 500 characters')
+  .transform((v, ctx) => {
+    const refuse = (message: string) => {
+      ctx.addIssue({ code: 'custom', message });
+      return z.NEVER;
+    };
+    if (v === '') return DEFAULT_OPENAI_BASE_URL; // one-api's "default"
+    if (/[\s\\]/.test(v) || [...v].some((c) => c.charCodeAt(0) < 0x20 || c === '\x7f'))
+      return refuse('must not contain spaces, control characters or backslashes');
+    let u: URL;
+    try {
+      u = new URL(v);
+    } catch {
+      return refuse('must be an absolute http(s) URL');
+    }
+    if ((u.protocol !== 'http:' && u.protocol !== 'https:') || !u.hostname) return refuse('must be an absolute http(s) URL');
+    if (u.username || u.password || /^[a-z][a-z0-9+.-]*:\/\/[^/]*@/i.test(v)) return refuse('must not contain a user name or password');
+    if (v.includes('?')) return refuse('must not contain a query (?…): only an origin and an optional path prefix');
+    if (v.includes('#')) return refuse('must not contain a fragment (#…): only an origin and an optional path prefix');
+    return `${u.origin}${u.pathname}`.replace(/\/+$/, '');
+  });
 
 const modelList = z
   .union([z.string().max(10_000), z.array(z.string().min(1).max(200)).max(1000)], { error: 'must be a comma-separated string or an array of model names' })
@@ -46,7 +73,7 @@ const price = z.number({ error: 'must be a number (quota per 1K tokens) or null'
 export const createChannelBody = z.object({
   type: channelType.default('openai'),
   name: z.string({ error: 'must be a string' }).trim().min(1, 'must be 1-100 characters').max(100, 'must be 1-100 characters'),
-  base_url: z.union([baseUrl, z.literal('').transform(() => DEFAULT_OPENAI_BASE_URL)]).default(DEFAULT_OPENAI_BASE_URL),
+  base_url: baseUrl.default(DEFAULT_OPENAI_BASE_URL),
   key: z.string({ error: 'is required' }).trim().min(1, 'is required').max(1000),
   models: modelList,
   model_mapping: mapping.default('{}'),
@@ -60,7 +87,7 @@ export const updateChannelBody = z.object({
   id: z.number({ error: 'must be the channel id' }).int().positive(),
   type: channelType.optional(),
   name: z.string().trim().min(1, 'must be 1-100 characters').max(100, 'must be 1-100 characters').optional(),
-  base_url: z.union([baseUrl, z.literal('').transform(() => DEFAULT_OPENAI_BASE_URL)]).optional(),
+  base_url: baseUrl.optional(),
   // An empty key in an update means "keep the stored key" (the UI never sees it).
   key: z.string().trim().max(1000).optional(),
   models: modelList.optional(),

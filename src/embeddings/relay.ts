@@ -1,8 +1,11 @@
 // Forwarding an embeddings call to upstream channels: priority tiers, weighted choice, failover, Retry-After.
+import http from 'node:http';
+import https from 'node:https';
 import type { Platform } from '../platform.js';
 import type { ChannelEntry } from '../channels/directory.js';
 import { autoDisableChannel } from '../channels/store.js';
 import { AppError } from '../errors.js';
+import { OutboundRefusedError, type OutboundPolicy, outboundPolicy } from '../outbound.js';
 
 export interface RelayResult {
   vectors: Float32Array[];
@@ -61,15 +64,88 @@ async function coolingUntil(p: Platform, channels: ChannelEntry[]): Promise<Map<
   return out;
 }
 
-function upstreamMessage(text: string): string {
+/**
+ * The upstream's own error message when it answered OpenAI's error shape ({"error":{"message"}}
+ * or {"error":"…"}). Anything else is described, never echoed: a base_url aimed at some other
+ * service must not turn that service's answers into error messages.
+ */
+export function upstreamMessage(text: string): string {
+  let body: unknown;
   try {
-    const body = JSON.parse(text) as { error?: { message?: string } | string; message?: string };
-    const m = typeof body.error === 'string' ? body.error : (body.error?.message ?? body.message);
-    if (m) return String(m).slice(0, 500);
+    body = JSON.parse(text);
   } catch {
-    // not JSON
+    return text ? `a non-JSON answer (${Buffer.byteLength(text)} bytes)` : 'an empty answer';
   }
-  return text.slice(0, 200) || '(empty body)';
+  const error = (body as { error?: unknown } | null)?.error;
+  const m = typeof error === 'string' ? error : (error as { message?: unknown } | null | undefined)?.message;
+  if (typeof m === 'string' && m) return m.replace(/\p{Cc}+/gu, ' ').slice(0, 500);
+  return 'an answer without an OpenAI error message';
+}
+
+interface UpstreamResponse {
+  status: number;
+  headers: Headers;
+  text: string;
+}
+
+// Keep-alive pools per policy: a pooled socket was connected to an address its policy vetted.
+const agents = new WeakMap<OutboundPolicy, { http: http.Agent; https: https.Agent }>();
+
+/**
+ * POSTs to an upstream through the outbound policy (src/outbound.ts): the host is checked before
+ * the request, and the socket connects only to an address the policy's lookup vetted after DNS
+ * (TLS still verifies the URL's host name). Rejects with OutboundRefusedError, a network error, or
+ * a TimeoutError after `timeoutMs` for the whole exchange.
+ */
+function postUpstream(policy: OutboundPolicy, url: string, headers: Record<string, string>, body: string, timeoutMs: number): Promise<UpstreamResponse> {
+  return new Promise((resolve, reject) => {
+    const target = new URL(url);
+    try {
+      policy.precheck(target.hostname);
+    } catch (err) {
+      reject(err);
+      return;
+    }
+    let pool = agents.get(policy);
+    if (!pool) {
+      pool = { http: new http.Agent({ keepAlive: true, lookup: policy.lookup }), https: new https.Agent({ keepAlive: true, lookup: policy.lookup }) };
+      agents.set(policy, pool);
+    }
+    const secure = target.protocol === 'https:';
+    const request = (secure ? https : http).request(target, {
+      method: 'POST',
+      agent: secure ? pool.https : pool.http,
+      lookup: policy.lookup,
+      headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) },
+    });
+    let timedOut: Error | undefined;
+    const timer = setTimeout(() => {
+      timedOut = Object.assign(new Error(`no answer within ${timeoutMs} ms`), { name: 'TimeoutError' });
+      request.destroy(timedOut);
+    }, timeoutMs);
+    const fail = (err: Error) => {
+      clearTimeout(timer);
+      reject(timedOut ?? err);
+    };
+    request.on('error', fail);
+    request.on('response', (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('error', fail);
+      res.on('close', () => {
+        if (!res.complete) fail(Object.assign(new Error('the upstream closed the connection mid-answer'), { code: 'ECONNRESET' }));
+      });
+      res.on('end', () => {
+        clearTimeout(timer);
+        const h = new Headers();
+        for (const [k, v] of Object.entries(res.headers)) {
+          if (v !== undefined) for (const one of Array.isArray(v) ? v : [v]) h.append(k, one);
+        }
+        resolve({ status: res.statusCode ?? 0, headers: h, text: Buffer.concat(chunks).toString('utf8') });
+      });
+    });
+    request.end(body);
+  });
 }
 
 function parseVectors(body: unknown, expected: number, dimensions?: number): Float32Array[] {
@@ -110,26 +186,41 @@ export async function relayEmbeddings(p: Platform, model: string, channels: Chan
     });
   }
   let last: { status: number; message: string; retryAfter?: number } = { status: 502, message: 'no channel answered' };
+  const policy = outboundPolicy(p.config.OUTBOUND_ALLOWLIST);
   for (const ch of usable) {
     const body = JSON.stringify({ model: ch.mapping[model] ?? model, input: inputs, encoding_format: 'float', ...(dimensions ? { dimensions } : {}) });
-    let res: Response;
+    let res: UpstreamResponse;
     try {
-      res = await fetch(upstreamUrl(ch.baseUrl), {
-        method: 'POST',
-        headers: { authorization: `Bearer ${p.secrets.decrypt(ch.keyEnc)}`, 'content-type': 'application/json' },
+      res = await postUpstream(
+        policy,
+        upstreamUrl(ch.baseUrl),
+        { authorization: `Bearer ${p.secrets.decrypt(ch.keyEnc)}`, 'content-type': 'application/json' },
         body,
-        signal: AbortSignal.timeout(p.config.UPSTREAM_TIMEOUT_MS),
-      });
+        p.config.UPSTREAM_TIMEOUT_MS,
+      );
     } catch (err) {
-      const timeout = (err as Error).name === 'TimeoutError';
-      last = { status: timeout ? 504 : 502, message: `channel ${ch.id} ${timeout ? 'timed out' : `unreachable (${(err as Error).message})`}` };
+      const e = err as NodeJS.ErrnoException;
+      if (err instanceof OutboundRefusedError) {
+        last = { status: 502, message: `channel ${ch.id}: its base_url is refused by the outbound policy` };
+        p.log.warn({ channel: ch.id, reason: err.reason }, 'upstream refused by the outbound policy');
+        continue;
+      }
+      const timeout = e.name === 'TimeoutError';
+      last = { status: timeout ? 504 : 502, message: `channel ${ch.id} ${timeout ? 'timed out' : `unreachable (${e.code ?? 'network error'})`}` };
       p.log.warn({ channel: ch.id, err }, 'upstream call failed');
       continue;
     }
-    const text = await res.text().catch(() => '');
-    if (res.ok) {
+    const { text } = res;
+    if (res.status >= 200 && res.status < 300) {
+      let parsed: { usage?: { prompt_tokens?: number } };
       try {
-        const parsed = JSON.parse(text) as { usage?: { prompt_tokens?: number } };
+        parsed = JSON.parse(text);
+      } catch {
+        // JSON.parse's message quotes the text: say what it was, not what it said.
+        last = { status: 502, message: `channel ${ch.id} sent an unusable answer: ${upstreamMessage(text)}` };
+        continue;
+      }
+      try {
         const vectors = parseVectors(parsed, inputs.length, dimensions);
         const reported = parsed.usage?.prompt_tokens;
         return { vectors, promptTokens: typeof reported === 'number' && reported >= 0 ? reported : null, channel: ch };

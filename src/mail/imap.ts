@@ -1,8 +1,9 @@
 // IMAP sessions with imapflow: connect (password or XOAUTH2), find folders, fetch, delete; errors as 502/504.
-import { ImapFlow, type FetchMessageObject, type MailboxObject } from 'imapflow';
+import { ImapFlow, type FetchMessageObject, type ImapFlowOptions, type MailboxObject } from 'imapflow';
 import { simpleParser, type AddressObject, type ParsedMail } from 'mailparser';
 import type { Platform } from '../platform.js';
 import { AppError } from '../errors.js';
+import { OutboundRefusedError, outboundPolicy, type Vetted } from '../outbound.js';
 import { accessToken, forgetAccessToken } from './oauth.js';
 import type { Address, MailboxName } from './schema.js';
 import type { MailAccount, NewMessage } from './store.js';
@@ -14,6 +15,12 @@ export function mailServerError(err: unknown, what = 'mail server'): AppError {
   if (err instanceof AppError) return err;
   const e = err as { code?: string; authenticationFailed?: boolean; responseText?: string; message?: string; response?: unknown; responseCode?: number };
   const reason = (e.responseText || (typeof e.response === 'string' ? e.response : '') || e.message || 'unknown error').toString().slice(0, 300);
+  if ((err as { tlsFailed?: boolean }).tlsFailed) {
+    return new AppError(502, `The ${what} does not offer STARTTLS, and credentials are only sent over TLS: use secure: true (port 993/465)`, {
+      code: 'mail_tls_required',
+      retriable: false,
+    });
+  }
   if (e.authenticationFailed || e.code === 'EAUTH') {
     return new AppError(502, `The ${what} refused authentication: ${reason}`, { code: 'mail_auth_failed', retriable: false });
   }
@@ -41,7 +48,64 @@ export function mailServerError(err: unknown, what = 'mail server'): AppError {
   return new AppError(502, `The ${what} refused the request: ${reason}`, { code: 'mail_refused', retriable: false });
 }
 
+/**
+ * The connect-time outbound check: resolves the account's host and vets the address it resolves
+ * to (src/outbound.ts). The connection then goes to that address, with the host name kept for TLS.
+ */
+export async function mailTarget(p: Platform, field: 'imap.host' | 'smtp.host', host: string): Promise<Vetted> {
+  try {
+    return await outboundPolicy(p.config.OUTBOUND_ALLOWLIST).resolve(host, Math.min(p.config.MAIL_TIMEOUT_MS, 10_000));
+  } catch (err) {
+    if (err instanceof OutboundRefusedError) {
+      throw new AppError(400, `${field}: "${host}" is refused by the outbound policy (${err.reason})`, { code: 'outbound_refused', retriable: false });
+    }
+    if ((err as { code?: string }).code === 'ETIMEOUT') {
+      throw new AppError(504, `The ${field} "${host}" did not resolve in time`, { code: 'mail_timeout', retriable: true });
+    }
+    throw new AppError(502, `Could not resolve the ${field} "${host}"`, { code: 'mail_unreachable', retriable: true });
+  }
+}
+
+/**
+ * ImapFlow's connection options for a vetted target. Without implicit TLS, STARTTLS is required
+ * (no plaintext LOGIN) unless the operator allow-listed the server (OUTBOUND_ALLOWLIST).
+ */
+export function imapConnectOptions(account: Pick<MailAccount, 'imap'>, target: Vetted, timeout: number): ImapFlowOptions {
+  return {
+    host: target.address,
+    servername: target.servername,
+    port: account.imap.port,
+    secure: account.imap.secure,
+    doSTARTTLS: account.imap.secure || target.allowListed ? undefined : true,
+    connectionTimeout: timeout,
+    greetingTimeout: Math.min(timeout, 16_000),
+    socketTimeout: timeout * 2,
+    tls: { rejectUnauthorized: true },
+  };
+}
+
+/**
+ * An imapflow logger that watches what the server says before its greeting: anything but an
+ * IMAP greeting (* OK, * PREAUTH, * BYE) means the peer is not an IMAP server. `onAlien` is called
+ * once; nothing the peer sent is kept.
+ */
+function greetingWatch(onAlien: () => void) {
+  let state: 'waiting' | 'greeted' | 'alien' = 'waiting';
+  const see = (entry: unknown) => {
+    if (state !== 'waiting') return;
+    const e = entry as { src?: string; msg?: unknown } | null;
+    if (e?.src !== 's') return;
+    if (typeof e.msg === 'string' && /^\* (OK|PREAUTH|BYE)\b/i.test(e.msg)) state = 'greeted';
+    else {
+      state = 'alien';
+      onAlien();
+    }
+  };
+  return { trace: see, debug: see, info: see, warn: see, error: see, fatal: see };
+}
+
 async function login(p: Platform, account: MailAccount, fresh: boolean): Promise<ImapFlow> {
+  const target = await mailTarget(p, 'imap.host', account.imap.host);
   let auth: { user: string; pass?: string; accessToken?: string };
   if (account.auth.type === 'password') auth = { user: account.email, pass: account.auth.password };
   else {
@@ -49,23 +113,35 @@ async function login(p: Platform, account: MailAccount, fresh: boolean): Promise
     if (fresh) await forgetAccessToken(p, creds);
     auth = { user: account.email, accessToken: await accessToken(p, creds) };
   }
-  const timeout = p.config.MAIL_TIMEOUT_MS;
-  const client = new ImapFlow({
-    host: account.imap.host,
-    port: account.imap.port,
-    secure: account.imap.secure,
+  let alien = false;
+  const client: ImapFlow = new ImapFlow({
+    ...imapConnectOptions(account, target, p.config.MAIL_TIMEOUT_MS),
     auth,
-    logger: false,
-    connectionTimeout: timeout,
-    greetingTimeout: Math.min(timeout, 16_000),
-    socketTimeout: timeout * 2,
-    tls: { rejectUnauthorized: true },
+    logger: greetingWatch(() => {
+      alien = true;
+      setImmediate(() => client.close());
+    }),
   });
   // Without a listener an 'error' event after connect would crash the process.
   client.on('error', (err: Error) => p.log.debug({ err, account: account.id }, 'imap connection error'));
-  await client.connect();
+  try {
+    await client.connect();
+  } catch (err) {
+    if (alien) throw notImapServer(account);
+    throw err;
+  }
+  if (alien) {
+    client.close();
+    throw notImapServer(account);
+  }
   return client;
 }
+
+const notImapServer = (account: MailAccount) =>
+  new AppError(502, `imap.host ${account.imap.host}:${account.imap.port} is not an IMAP server (it did not greet as one)`, {
+    code: 'mail_not_imap',
+    retriable: false,
+  });
 
 /**
  * Runs `fn` in one IMAP session and always logs out (or drops the socket). An OAuth2 account

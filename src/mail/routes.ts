@@ -9,6 +9,7 @@ import { badRequest, notFound } from '../errors.js';
 import { runJobForRequest } from '../http/jobs.js';
 import { ApiRouter, ok, plainError, type RouteSpec } from '../http/route.js';
 import { parse } from '../validate.js';
+import { refusedHostField } from '../outbound.js';
 import { MAIL_PAGE_CSP, renderMessagesPage } from './html.js';
 import * as s from './schema.js';
 import * as store from './store.js';
@@ -40,10 +41,18 @@ export function mailRouter(p: Platform): ApiRouter {
   }
   const viewer = (principal: Principal): store.Viewer => ({ id: principal.user.id, role: principal.user.role });
 
+  /** The outbound policy's save-time check of an account's hosts (src/outbound.ts): 400 naming the field. */
+  async function vetHosts(hosts: Record<string, string | undefined>, dns = true) {
+    const refused = await refusedHostField(p.config.OUTBOUND_ALLOWLIST, hosts, { dns });
+    if (refused) throw badRequest(refused.message, { param: refused.field });
+  }
+
   /** The account an operation is for: inline OAuth2 credentials update (or create) the caller's own. */
   async function accountFor(principal: Principal, req: { email: string; client_id?: string; refresh_token?: string }): Promise<store.AccountRow> {
     if (req.client_id && req.refresh_token) {
       const existing = await store.findAccount(p.db, req.email, { id: principal.user.id, role: ROLE.common });
+      // The spelling only (no DNS on every call): connect time resolves and checks again anyway.
+      if (existing) await vetHosts({ 'imap.host': existing.imap_host, 'smtp.host': existing.smtp_host }, false);
       const { row } = await store.upsertAccount(p.db, p.secrets, principal.user.id, {
         email: req.email,
         auth: { type: 'oauth2', client_id: req.client_id, refresh_token: req.refresh_token },
@@ -74,6 +83,7 @@ export function mailRouter(p: Platform): ApiRouter {
   router.endpoint(create, async (ctx) => {
     const principal = await authorize(ctx, p);
     const body = parse(s.createAccountBody, ctx.request.body ?? {});
+    await vetHosts({ 'imap.host': body.imap.host, 'smtp.host': body.smtp.host });
     const { row, created } = await store.upsertAccount(p.db, p.secrets, principal.user.id, body);
     ctx.status = created ? 201 : 200;
     ctx.body = store.publicAccount(row);
@@ -122,6 +132,7 @@ export function mailRouter(p: Platform): ApiRouter {
     const raw = typeof body === 'string' ? body : body.lines;
     const lines = Array.isArray(raw) ? raw : raw.split(/\r?\n/);
     const servers = typeof body === 'string' ? {} : { imap: body.imap, smtp: body.smtp };
+    await vetHosts({ 'imap.host': servers.imap?.host, 'smtp.host': servers.smtp?.host });
     const results: { line: number; email?: string; ok: boolean; created?: boolean; auth_type?: string; error?: string }[] = [];
     for (const [i, text] of lines.entries()) {
       const line = text.trim();

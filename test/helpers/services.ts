@@ -83,6 +83,8 @@ export async function createTestEnv(opts: { embedded?: boolean; env?: Record<str
     HOST: '127.0.0.1',
     PORT: '0',
     REDIS_AUTOSTART: 'false',
+    // Dovecot, the SMTP sink and the fake upstreams listen on loopback, which the outbound policy refuses.
+    OUTBOUND_ALLOWLIST: '127.0.0.1',
     ...(db ? { DATABASE_URL: db.url } : {}),
     ...opts.env,
   };
