@@ -744,12 +744,20 @@ const MIN_SCORE = 35;
 // About the best a labelled 6-digit code can reach; maps raw points onto 0..1 for callers.
 const MAX_SCORE = 110;
 
+/**
+ * How much of a message is scanned: codes sit near the top, and scanning costs ~0.5 ms per KB, so
+ * a huge mail must not hold the worker's event loop (the text's first 64K characters; the HTML's
+ * first 256 KB, rendered to text and cut the same way).
+ */
+const MAX_SCANNED_TEXT = 65_536;
+const MAX_SCANNED_HTML = 262_144;
+
 /** The most likely verification code in a message, or null. */
 export function extractCode(msg: CodeSource): FoundCode | null {
   const segments: { text: string; subject: boolean }[] = [];
-  if (msg.subject) segments.push({ text: tidy(normalise(msg.subject)), subject: true });
-  if (msg.text) segments.push({ text: tidy(normalise(msg.text)), subject: false });
-  if (msg.html) segments.push({ text: normalise(htmlToText(msg.html)), subject: false });
+  if (msg.subject) segments.push({ text: tidy(normalise(msg.subject.slice(0, MAX_SCANNED_TEXT))), subject: true });
+  if (msg.text) segments.push({ text: tidy(normalise(msg.text.slice(0, MAX_SCANNED_TEXT))), subject: false });
+  if (msg.html) segments.push({ text: normalise(htmlToText(msg.html.slice(0, MAX_SCANNED_HTML)).slice(0, MAX_SCANNED_TEXT)), subject: false });
 
   const found = new Map<string, { score: number; seen: number }>();
   for (const seg of segments) {

@@ -9,6 +9,12 @@ import type { Address, MailboxName } from './schema.js';
 import type { MailAccount, NewMessage } from './store.js';
 
 const MAX_STORED_HTML = 2 * 1024 * 1024;
+/**
+ * Of each message, at most this much of its source is fetched and parsed: a 5 MB mail would
+ * otherwise keep the event loop busy for seconds (parsing, then scanning for codes). Larger
+ * messages are read from their first 512 KiB; their text and HTML end there.
+ */
+export const MAX_PARSED_SOURCE = 512 * 1024;
 
 /** imapflow and socket errors, as the API's answer: 502 refused or unreachable, 504 timed out. */
 export function mailServerError(err: unknown, what = 'mail server'): AppError {
@@ -246,7 +252,7 @@ export async function fetchMessages(client: ImapFlow, path: string, f: FetchFilt
       .sort((a, b) => b - a)
       .slice(0, f.limit);
     if (uids.length === 0) return { uidValidity: Number(box.uidValidity), uidNext: box.uidNext, messages: [] };
-    const query = f.preview ? { uid: true, internalDate: true, source: { start: 0, maxLength: 16_384 } } : { uid: true, internalDate: true, source: true };
+    const query = { uid: true, internalDate: true, source: { start: 0, maxLength: f.preview ? 16_384 : MAX_PARSED_SOURCE } };
     // Nothing but collecting inside the fetch loop: other commands there would deadlock imapflow.
     for await (const m of client.fetch(uids.join(','), query, { uid: true })) raw.push(m);
   } finally {
