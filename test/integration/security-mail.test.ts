@@ -40,7 +40,12 @@ describe('a 5 MB mail', () => {
   it('is read for its code while /healthz stays under 100 ms (p99) in the same process', async () => {
     const email = await account('huge');
     const filler = 'Lorem ipsum dolor sit amet, 12345 consectetur adipiscing elit. Your order 998877 shipped.\n'.repeat(55_000);
-    const raw = buildMessage({ from: 'Service <no-reply@service.example>', to: email, subject: 'Your sign-in code', text: `Your verification code is 482913.\n${filler}` });
+    const raw = buildMessage({
+      from: 'Service <no-reply@service.example>',
+      to: email,
+      subject: 'Your sign-in code',
+      text: `Your verification code is 482913.\n${filler}`,
+    });
     expect(raw.length).toBeGreaterThan(5_000_000);
     await dovecot.deliver(email, 'INBOX', raw);
 
@@ -69,7 +74,7 @@ describe('a 5 MB mail', () => {
 
   it('is listed with its text cut where the first 512 KiB of its source end, not dropped', async () => {
     const email = await account('listed');
-    const filler = 'x'.repeat(99) + '\n';
+    const filler = `${'x'.repeat(99)}\n`;
     await dovecot.deliver(email, 'INBOX', buildMessage({ from: 'a@service.example', to: email, subject: 'Big', text: `START\n${filler.repeat(40_000)}END` }));
     const res = await me.post('/api/mail-new', { email });
     expect(res.status, res.text).toBe(200);
