@@ -1,5 +1,5 @@
 // npm run bench: SPEC §9's figures, each against a baseline measured in the same run; one JSON line per figure.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import net from 'node:net';
@@ -495,10 +495,43 @@ async function cleanup() {
   fs.rmSync(dataDir, { recursive: true, force: true });
 }
 
+/**
+ * The run, traceable: one JSON line describing the machine, commit and settings, then the figures,
+ * in bench/results/<time>.jsonl and bench/results/latest.jsonl (the README links the latter).
+ */
+function saveResults(): string {
+  const dir = path.join(ROOT, 'bench', 'results');
+  fs.mkdirSync(dir, { recursive: true });
+  let commit = 'unknown';
+  try {
+    commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: ROOT, encoding: 'utf8' }).trim();
+    if (execFileSync('git', ['status', '--porcelain', '--', 'src', 'workers', 'bench'], { cwd: ROOT, encoding: 'utf8' }).trim()) commit += '+dirty';
+  } catch {
+    // not a git checkout
+  }
+  const run = {
+    run: {
+      at: new Date().toISOString(),
+      commit,
+      command: `BENCH_SECONDS=${SECONDS} BENCH_ITEMS=${ITEMS} npm run bench`,
+      node: process.version,
+      cpu: os.cpus()[0]?.model ?? 'unknown',
+      cores: os.cpus().length,
+      memoryGiB: Math.round(os.totalmem() / 2 ** 30),
+    },
+  };
+  const text = `${[run, ...figures].map((x) => JSON.stringify(x)).join('\n')}\n`;
+  const file = path.join(dir, `${run.run.at.replace(/[:.]/g, '-')}.jsonl`);
+  fs.writeFileSync(file, text);
+  fs.writeFileSync(path.join(dir, 'latest.jsonl'), text);
+  return path.relative(ROOT, file);
+}
+
 try {
   await main();
   const failed = figures.filter((f) => !f.pass).map((f) => f.name);
   log(failed.length ? `below goal: ${failed.join(', ')}` : 'every figure meets its goal');
+  log(`results written to ${saveResults()} and bench/results/latest.jsonl`);
 } catch (err) {
   log(`failed: ${(err as Error).stack}`);
   process.exitCode = 1;
