@@ -5,6 +5,7 @@ import * as m002 from './002_content.js';
 import * as m003 from './003_embeddings.js';
 import * as m004 from './004_mail.js';
 import * as m005 from './005_content_owner.js';
+import * as m006 from './006_job_results.js';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -17,6 +18,7 @@ const migrations: [string, Migration][] = [
   ['003_embeddings', m003],
   ['004_mail', m004],
   ['005_content_owner', m005],
+  ['006_job_results', m006],
 ];
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -85,6 +85,10 @@ const envSchema = z.object({
   JOB_ATTEMPTS: int(5, 1, 100),
   JOB_BACKOFF_MS: int(1_000, 0, 3_600_000),
   JOB_INLINE_PAYLOAD_BYTES: int(256 * 1024, 0, 64 * 1024 * 1024),
+  /** Results serialised above this go to Postgres (job_results) and Redis carries only their id. */
+  JOB_INLINE_RESULT_BYTES: int(256 * 1024, 0, 16 * 1024 * 1024),
+  /** How often (on average, jittered) each worker process deletes orphaned job payloads and expired job results. */
+  JOB_SWEEP_INTERVAL_MS: int(10 * 60_000, 1_000, 24 * 3_600_000),
   JOB_LOCK_MS: int(30_000, 1_000, 600_000),
   JOB_STALLED_INTERVAL_MS: int(30_000, 1_000, 600_000),
   JOB_KEEP_COMPLETED_SECONDS: int(3_600, 0, 30 * 86_400),

@@ -7,7 +7,17 @@ import type { JobDefinition } from '../src/jobs/define.js';
 import type { Processor, ProcessorMap } from '../src/jobs/processor.js';
 import { processorMaps } from '../src/jobs/processors.js';
 import { jobDefinitions } from '../src/jobs/registry.js';
-import { DELIVERED, dropPayload, encodeFailure, loadPayload, type DirectReply, type JobEnvelope } from '../src/jobs/wire.js';
+import {
+  DELIVERED,
+  dropPayload,
+  encodeFailure,
+  loadPayload,
+  storeResult,
+  sweepJobStorage,
+  type DirectReply,
+  type JobEnvelope,
+  type ResultRef,
+} from '../src/jobs/wire.js';
 import { recordJob } from '../src/metrics.js';
 import type { Platform } from '../src/platform.js';
 import { createRedis } from '../src/redis.js';
@@ -61,16 +71,22 @@ export async function startWorkers(p: Platform, queues: readonly QueueName[], ma
       maxStalledCount: 2,
     });
     worker.on('error', (err) => p.log.warn({ err, queue }, 'worker error'));
-    worker.on('failed', (job, err) =>
-      p.log.warn({ queue, jobId: job?.id, job: job?.name, attempt: job?.attemptsMade, reason: err.message }, 'job attempt failed'),
-    );
+    worker.on('failed', (job, err) => {
+      p.log.warn({ queue, jobId: job?.id, job: job?.name, attempt: job?.attemptsMade, reason: err.message }, 'job attempt failed');
+      // Failed for good (last attempt, or unrecoverable): BullMQ has recorded it, so nothing will
+      // run it again and its stored payload can go. (Retries keep it; finishedOn is set only now.)
+      if (job?.finishedOn && job.data?.payloadRef)
+        dropPayload(p.db, job.data).catch((e) => p.log.warn({ err: e, jobId: job.id }, 'could not remove the stored payload'));
+    });
     workers.push(worker);
   }
   await Promise.all(workers.map((w) => w.waitUntilReady()));
   p.log.info({ queues: workers.map((w) => `${w.name}×${w.concurrency}`) }, 'workers started');
+  const sweeper = startSweeper(p);
   return {
     workers,
     async close(timeoutMs) {
+      sweeper.stop();
       const graceful = Promise.all(workers.map((w) => w.close()));
       let timer: NodeJS.Timeout | undefined;
       const timedOut = await Promise.race([graceful.then(() => false), new Promise<boolean>((r) => (timer = setTimeout(() => r(true), timeoutMs)))]);
@@ -111,11 +127,18 @@ async function dispatch(p: Platform, table: Map<string, { fn: Processor }>, job:
   const seconds = () => (performance.now() - started) / 1000;
   try {
     const result = await entry.fn(parsed.data as never, { job, platform: p, log, owner: job.data.owner ?? null, signal });
+    // resultIn (define.ts): a result that is private ('postgres') or large goes to job_results and
+    // Redis (return value, reply) carries only its id. Serialised once, small or large.
+    const json = JSON.stringify(result) as string | undefined;
+    const limit = p.config.JOB_INLINE_RESULT_BYTES;
+    const stored = json !== undefined && (def.resultIn === 'postgres' || (json.length > limit / 3 && Buffer.byteLength(json) > limit));
+    if (stored) await storeResult(p.db, job.id!, json, resultTtlSeconds(p, job));
     await dropPayload(p.db, job.data).catch((err) => log.warn({ err }, 'could not remove the stored payload'));
     recordJob(job.queueName, job.name, seconds(), 'completed', true);
-    if (!replyTo) return result;
-    await p.redis.publish(replyTo, JSON.stringify({ id: job.id!, result } satisfies DirectReply));
-    return DELIVERED;
+    if (!replyTo) return stored ? ({ resultRef: job.id! } satisfies ResultRef) : result;
+    const id = JSON.stringify(job.id!);
+    await p.redis.publish(replyTo, stored ? `{"id":${id},"resultRef":${id}}` : json === undefined ? `{"id":${id}}` : `{"id":${id},"result":${json}}`);
+    return stored ? ({ ...DELIVERED, resultRef: job.id! } satisfies ResultRef) : DELIVERED;
   } catch (raw) {
     if (raw instanceof UnrecoverableError) throw raw;
     const err = toAppError(raw);
@@ -129,4 +152,47 @@ async function dispatch(p: Platform, table: Map<string, { fn: Processor }>, job:
     if (raw instanceof Error && raw.stack) wrapped.stack = `${reason}\n${raw.stack}`;
     throw wrapped;
   }
+}
+
+/** A stored result lives as long as its job is kept (removeOnComplete's age), and at least a minute. */
+function resultTtlSeconds(p: Platform, job: Job<JobEnvelope>): number {
+  const keep = job.opts.removeOnComplete;
+  const age = typeof keep === 'object' && 'age' in keep && keep.age !== undefined ? keep.age : p.config.JOB_KEEP_COMPLETED_SECONDS;
+  return Math.max(age, 60);
+}
+
+/** The sweep never takes a payload younger than this, whatever JOB_KEEP_FAILED_SECONDS says: its job may still be queued. */
+export const PAYLOAD_MIN_AGE_SECONDS = 86_400;
+
+/**
+ * Orphaned job_payloads rows (older than JOB_KEEP_FAILED_SECONDS, and at least a day) and expired
+ * job_results rows are deleted by every worker process, once soon after start and then every
+ * JOB_SWEEP_INTERVAL_MS ± 50% (jittered, so many workers do not sweep in step; concurrent sweeps
+ * skip each other's rows).
+ */
+function startSweeper(p: Platform): { stop(): void } {
+  let timer: NodeJS.Timeout | undefined;
+  let stopped = false;
+  const interval = p.config.JOB_SWEEP_INTERVAL_MS;
+  const schedule = (ms: number) => {
+    if (stopped) return;
+    timer = setTimeout(run, ms);
+    timer.unref();
+  };
+  const run = async () => {
+    try {
+      const swept = await sweepJobStorage(p.db, { payloadMaxAgeSeconds: Math.max(p.config.JOB_KEEP_FAILED_SECONDS, PAYLOAD_MIN_AGE_SECONDS) });
+      if (swept.payloads || swept.results) p.log.info(swept, 'swept orphaned job payloads and expired job results');
+    } catch (err) {
+      p.log.warn({ err }, 'job storage sweep failed');
+    }
+    schedule(interval * (0.5 + Math.random()));
+  };
+  schedule(Math.min(interval, 30_000) * Math.random());
+  return {
+    stop() {
+      stopped = true;
+      clearTimeout(timer);
+    },
+  };
 }

@@ -1,7 +1,8 @@
 // Gathers local-model calls into shared jobs, sized by load, and fans the results back out.
 import type { Platform } from '../platform.js';
 import { AppError } from '../errors.js';
-import type { GenerationOutcome, GenerationRequest } from './schema.js';
+import { LOCAL_HASH_DEFAULT_DIMENSIONS } from './local-hash.js';
+import { MAX_FLOATS_PER_REQUEST, type GenerationOutcome, type GenerationRequest } from './schema.js';
 
 interface Pending {
   req: GenerationRequest;
@@ -11,6 +12,17 @@ interface Pending {
 
 const MAX_REQUESTS = 64;
 const MAX_INPUTS = 2048;
+/** A job's result is bounded like one request's: a small call never rides with (and waits for) a big one. */
+const MAX_FLOATS = MAX_FLOATS_PER_REQUEST;
+
+const floatsOf = (req: GenerationRequest) => req.inputs.length * (req.dimensions ?? LOCAL_HASH_DEFAULT_DIMENSIONS);
+
+/**
+ * An upper bound on the JSON size of a job's payload (a string of n UTF-16 units is at most 6n
+ * bytes as JSON), so JobClient.enqueue serialises it to measure only when it could be large.
+ */
+const payloadSizeBound = (batch: Pending[]) =>
+  batch.reduce((sum, b) => sum + 128 + b.req.model.length * 6 + b.req.inputs.reduce((n, text) => n + text.length * 6 + 16, 0), 64);
 
 /**
  * One job per request would cap the gateway at the queue's round-trip rate; one job per burst of
@@ -49,9 +61,15 @@ export class EmbeddingsCoalescer {
     while (this.pending.length && this.inFlight < this.p.config.EMBEDDINGS_MAX_IN_FLIGHT) {
       const batch: Pending[] = [];
       let inputs = 0;
-      while (this.pending.length && batch.length < MAX_REQUESTS && (batch.length === 0 || inputs + this.pending[0]!.req.inputs.length <= MAX_INPUTS)) {
+      let floats = 0;
+      while (
+        this.pending.length &&
+        batch.length < MAX_REQUESTS &&
+        (batch.length === 0 || (inputs + this.pending[0]!.req.inputs.length <= MAX_INPUTS && floats + floatsOf(this.pending[0]!.req) <= MAX_FLOATS))
+      ) {
         const next = this.pending.shift()!;
         inputs += next.req.inputs.length;
+        floats += floatsOf(next.req);
         batch.push(next);
       }
       this.inFlight++;
@@ -64,7 +82,11 @@ export class EmbeddingsCoalescer {
 
   private async dispatch(batch: Pending[]) {
     try {
-      const run = await this.p.jobs.run('embeddings.create', { requests: batch.map((b) => b.req) }, { owner: null, waitMs: this.p.config.SYNC_WAIT_MS });
+      const run = await this.p.jobs.run(
+        'embeddings.create',
+        { requests: batch.map((b) => b.req) },
+        { owner: null, waitMs: this.p.config.SYNC_WAIT_MS, sizeHint: payloadSizeBound(batch) },
+      );
       if (!run.done || !Array.isArray(run.result))
         throw new AppError(504, 'Embedding generation did not finish in time; try again.', { code: 'timeout', type: 'server_error' });
       batch.forEach((b, i) => b.resolve(run.result[i]!));

@@ -8,7 +8,15 @@ import { refundQuota, reserveQuota, settleQuota } from '../accounts/store.js';
 import { modelAllowed } from '../accounts/tokens.js';
 import { EmbeddingsCoalescer } from './coalescer.js';
 import { costOf, LOCAL_MODELS, resolveModel } from './models.js';
-import { base64ToFloats, embeddingsBody, embeddingsResponseView, MAX_INPUT_TOKENS, MAX_REQUEST_TOKENS, parseEmbeddingsRequest } from './schema.js';
+import {
+  base64ToFloats,
+  embeddingsBody,
+  embeddingsResponseView,
+  floatsBoundError,
+  MAX_INPUT_TOKENS,
+  MAX_REQUEST_TOKENS,
+  parseEmbeddingsRequest,
+} from './schema.js';
 import { countWithin } from './tokenizer.js';
 
 const CREATED = 1_767_225_600; // 2026-01-01, the "created" of the built-in models
@@ -33,6 +41,10 @@ export function embeddingsRouter(p: Platform): ApiRouter {
     }
     if (model.kind === 'upstream' && req.dimensions !== undefined && req.dimensions > 3072) {
       throw badRequest(`Invalid 'dimensions': ${req.dimensions} is greater than the maximum of 3072.`, { param: 'dimensions', type: 'invalid_request_error' });
+    }
+    if (model.kind === 'local') {
+      const tooMuch = floatsBoundError(model.name, req.inputs.length, req.dimensions ?? model.defaultDimensions, req.dimensions !== undefined);
+      if (tooMuch) throw tooMuch;
     }
 
     const tokens: number[] = new Array(req.inputs.length);

@@ -5,6 +5,16 @@ import { badRequest, type AppError } from '../errors.js';
 export const MAX_INPUTS = 2048;
 export const MAX_INPUT_TOKENS = 8192;
 export const MAX_REQUEST_TOKENS = 300_000;
+/**
+ * The most vector components (inputs × dimensions) one request may ask a local model for: 2^21,
+ * e.g. 2048 inputs at 1024 dimensions, 682 at 3072, or every input count at the default 384. It
+ * bounds what one free call makes us compute and carry: 8 MiB of float32, ~11 MiB as the job's
+ * base64 result, ~25 MB as a float JSON answer — where 2048 × 3072 (the other limits alone) is
+ * 6.3 M floats, a ~34 MB result, past Redis's default 32 MB pub/sub client-output-buffer limit.
+ * Upstream models are bounded by their own providers. Checked before quota is reserved or a job
+ * enqueued; the coalescer also never puts more than this into one job.
+ */
+export const MAX_FLOATS_PER_REQUEST = 2_097_152;
 
 export interface EmbeddingsRequest {
   model: string;
@@ -53,6 +63,25 @@ function inputError(input: unknown): AppError {
   if (bad >= 0) return invalid(`Invalid type for 'input[${bad}]': expected a string, but got ${describe(input[bad])}.`, `input[${bad}]`);
   const empty = input.indexOf('');
   return invalid(`'input[${empty}]' must not be an empty string.`, `input[${empty}]`);
+}
+
+/**
+ * The 400 for a local-model request over MAX_FLOATS_PER_REQUEST, or undefined when within it. It
+ * names `dimensions` when the caller chose them (fewer would do), else `input` (fewer inputs would).
+ */
+export function floatsBoundError(model: string, inputs: number, dimensions: number, explicitDimensions: boolean): AppError | undefined {
+  const floats = inputs * dimensions;
+  if (floats <= MAX_FLOATS_PER_REQUEST) return undefined;
+  const what = `${inputs} inputs × ${dimensions} dimensions is ${floats} floats, more than the ${MAX_FLOATS_PER_REQUEST} one request to ${model} may ask for`;
+  const maxDims = Math.floor(MAX_FLOATS_PER_REQUEST / inputs);
+  const maxInputs = Math.floor(MAX_FLOATS_PER_REQUEST / dimensions);
+  return explicitDimensions && maxDims >= 1
+    ? invalid(
+        `Invalid 'dimensions': ${what}. Ask for at most ${maxDims} dimensions, or send at most ${maxInputs} inputs per request.`,
+        'dimensions',
+        'max_floats_per_request',
+      )
+    : invalid(`Invalid 'input': ${what}. Send at most ${maxInputs} inputs per request.`, 'input', 'max_floats_per_request');
 }
 
 /** Validates an embeddings body the way OpenAI does; the body's `model` wins over the path's. */

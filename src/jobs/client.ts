@@ -11,7 +11,18 @@ import type { Redis } from '../redis.js';
 import { createRedis, withTimeout } from '../redis.js';
 import type { JobDefinition } from './define.js';
 import { jobDefinitions, type JobName, type PayloadOf, type ResultOf } from './registry.js';
-import { decodeFailure, dropPayload, queueOfJobId, type DirectReply, type JobEnvelope } from './wire.js';
+import {
+  decodeFailure,
+  dropJobStorage,
+  dropPayload,
+  loadResult,
+  queueOfJobId,
+  resultRefOf,
+  storePayload,
+  takeResult,
+  type DirectReply,
+  type JobEnvelope,
+} from './wire.js';
 
 export const jobStates = ['waiting', 'active', 'delayed', 'completed', 'failed'] as const;
 export type JobState = (typeof jobStates)[number];
@@ -42,6 +53,8 @@ export function defaultJobOptions(config: Config): JobsOptions {
     removeOnFail: { age: config.JOB_KEEP_FAILED_SECONDS, count: config.JOB_KEEP_FAILED_COUNT },
   };
 }
+
+const resultMissing = () => new AppError(500, 'The result of this job is gone (job_results row expired or removed)', { code: 'result_missing' });
 
 const STATE_MAP: Record<string, JobState> = {
   waiting: 'waiting',
@@ -94,6 +107,7 @@ export class JobClient {
       try {
         const reply = JSON.parse(message) as DirectReply;
         if ('error' in reply) this.emit(reply.id, { type: 'failed', error: AppError.fromJSON(reply.error) });
+        else if ('resultRef' in reply) void this.takeStoredReply(reply.id, reply.resultRef);
         else this.emit(reply.id, { type: 'completed', result: reply.result });
       } catch (err) {
         this.log.warn({ err }, 'unreadable job reply');
@@ -111,14 +125,40 @@ export class JobClient {
       qe.on('completed', ({ jobId, returnvalue }) => {
         // A 'direct' job's result came over pub/sub; its stored value is only the marker.
         if ((returnvalue as { delivered?: unknown } | null)?.delivered === true) return;
-        this.emit(jobId, { type: 'completed', result: returnvalue });
+        const ref = resultRefOf(returnvalue);
+        // A stored result is read only by a process that has someone waiting for this job.
+        if (ref === undefined) this.emit(jobId, { type: 'completed', result: returnvalue });
+        else if (this.listeners.has(jobId)) void this.loadStoredResult(jobId, ref);
       });
       qe.on('failed', ({ jobId, failedReason }) => this.emit(jobId, { type: 'failed', error: decodeFailure(failedReason) }));
       qe.on('progress', ({ jobId, data }) => this.emit(jobId, { type: 'progress', data }));
+      // A job removed (Bull Board, Job.remove) takes its stored payload and result with it.
+      qe.on('removed', ({ jobId }) => void dropJobStorage(this.db, jobId).catch((err) => this.log.warn({ err, jobId }, 'could not drop a removed job')));
       this.events.set(name, qe);
       ready.push(qe.waitUntilReady());
     }
     await Promise.all(ready);
+  }
+
+  /** A 'direct' reply that came as a reference: read the result and delete it (nobody else needs it). */
+  private async takeStoredReply(jobId: string, ref: string) {
+    try {
+      const taken = await takeResult(this.db, ref);
+      this.emit(jobId, taken.found ? { type: 'completed', result: taken.result } : { type: 'failed', error: resultMissing() });
+    } catch (err) {
+      this.log.warn({ err, jobId }, 'could not read a stored job result');
+      this.emit(jobId, { type: 'failed', error: toAppError(err) });
+    }
+  }
+
+  private async loadStoredResult(jobId: string, ref: string) {
+    try {
+      const result = await loadResult(this.db, ref);
+      this.emit(jobId, result === undefined ? { type: 'failed', error: resultMissing() } : { type: 'completed', result });
+    } catch (err) {
+      this.log.warn({ err, jobId }, 'could not read a stored job result');
+      this.emit(jobId, { type: 'failed', error: toAppError(err) });
+    }
   }
 
   private emit(jobId: string, event: JobEvent) {
@@ -149,11 +189,13 @@ export class JobClient {
     const queue = this.queues.get(def.queue)!;
     const data: JobEnvelope = { owner: meta.owner, requestId: meta.requestId, payload };
     if (def.reply === 'direct') data.replyTo = this.replyChannel;
-    // A caller that knows the size (the request body's) saves serialising the payload twice.
-    if (def.offloadLargePayloads && (meta.sizeHint === undefined || meta.sizeHint > this.config.JOB_INLINE_PAYLOAD_BYTES / 2)) {
+    // payloadIn (define.ts): 'postgres' always, 'redis-if-small' past JOB_INLINE_PAYLOAD_BYTES. A caller
+    // that knows a bound on the size (the request body's) saves serialising small payloads twice.
+    const always = def.payloadIn === 'postgres';
+    if (always || meta.sizeHint === undefined || meta.sizeHint > this.config.JOB_INLINE_PAYLOAD_BYTES / 2) {
       const json = JSON.stringify(payload);
-      if (Buffer.byteLength(json) > this.config.JOB_INLINE_PAYLOAD_BYTES) {
-        await this.db('job_payloads').insert({ job_id: id, data: json });
+      if (always || Buffer.byteLength(json) > this.config.JOB_INLINE_PAYLOAD_BYTES) {
+        await storePayload(this.db, id, json);
         delete data.payload;
         data.payloadRef = id;
       }
@@ -244,7 +286,25 @@ export class JobClient {
     const state = await job.getState();
     if (state !== 'completed' && state !== 'failed') return undefined;
     if (!job.finishedOn) job = (await this.getJob(id)) ?? job;
-    return state === 'completed' ? { type: 'completed', result: job.returnvalue } : { type: 'failed', error: decodeFailure(job.failedReason) };
+    if (state === 'failed') return { type: 'failed', error: decodeFailure(job.failedReason) };
+    const ref = resultRefOf(job.returnvalue);
+    if (ref === undefined) return { type: 'completed', result: job.returnvalue };
+    // A missed 'direct' reply: its waiter is this caller, which takes the result.
+    if ((job.returnvalue as { delivered?: unknown }).delivered === true) {
+      const taken = await takeResult(this.db, ref);
+      return taken.found ? { type: 'completed', result: taken.result } : undefined;
+    }
+    const result = await loadResult(this.db, ref);
+    return result === undefined ? { type: 'failed', error: resultMissing() } : { type: 'completed', result };
+  }
+
+  /** A completed job's result as the jobs API shows it: a stored one is read back; a 'direct' job's is its marker. */
+  private async shownResult(job: Job<JobEnvelope>): Promise<unknown> {
+    const value = job.returnvalue as unknown;
+    const ref = resultRefOf(value);
+    if (ref === undefined) return value ?? null;
+    if ((value as { delivered?: unknown }).delivered === true) return { delivered: true };
+    return (await loadResult(this.db, ref)) ?? null;
   }
 
   async view(loaded: Job<JobEnvelope>): Promise<JobView> {
@@ -260,7 +320,7 @@ export class JobClient {
       name: job.name,
       state,
       progress: job.progress ?? 0,
-      result: state === 'completed' ? (job.returnvalue ?? null) : null,
+      result: state === 'completed' ? await this.shownResult(job) : null,
       error: failed ? { status: failed.status, message: failed.message, code: failed.code } : null,
       attempts: job.attemptsMade,
       createdAt: new Date(job.timestamp).toISOString(),

@@ -3,6 +3,9 @@ import type { JobsOptions } from 'bullmq';
 import type { z } from 'zod';
 import type { QueueName } from '../config.js';
 
+/** Where a job's payload or result is kept: see JobDefinition.payloadIn and resultIn. */
+export type Placement = 'redis-if-small' | 'postgres';
+
 export interface JobDefinition<N extends string = string, S extends z.ZodType = z.ZodType, R = unknown> {
   /** `<area>.<verb>`, unique across the registry. */
   name: N;
@@ -11,12 +14,25 @@ export interface JobDefinition<N extends string = string, S extends z.ZodType = 
   payload: S;
   /** Overrides of the platform defaults (attempts, backoff, retention). */
   options?: JobsOptions;
-  /** Payloads above JOB_INLINE_PAYLOAD_BYTES go to Postgres and the queue carries only their id. */
-  offloadLargePayloads?: boolean;
+  /**
+   * Where the payload travels. 'redis-if-small' (default): in the job's Redis data, unless it is
+   * larger than JOB_INLINE_PAYLOAD_BYTES. 'postgres': always in job_payloads, the job carrying only
+   * its id — for payloads that must not sit in Redis, where Bull Board shows admins every job (mail
+   * bodies). Stored payloads are deleted when the job completes, fails for good or is removed.
+   */
+  payloadIn?: Placement;
+  /**
+   * Where the result travels. 'redis-if-small' (default): as the job's return value (or, for
+   * 'direct' replies, in the pub/sub message), unless it serialises to more than
+   * JOB_INLINE_RESULT_BYTES. 'postgres': always in job_results. Either way a stored result leaves
+   * only `{ resultRef }` in Redis and is read back by the API (GET /api/jobs/:id included).
+   */
+  resultIn?: Placement;
   /**
    * 'direct': the worker publishes the result straight to the waiting API process (Redis pub/sub)
    * and stores only a marker in the job; no QueueEvents stream is read for it. For latency-critical
-   * jobs whose (possibly large) results matter only to whoever waits. Default 'events'.
+   * jobs whose results matter only to whoever waits (a stored result is read once, then deleted).
+   * Default 'events'.
    */
   reply?: 'events' | 'direct';
   /** Type-only: what the processor returns. */
@@ -31,7 +47,8 @@ export const defineJob =
     queue: QueueName;
     payload: S;
     options?: JobsOptions;
-    offloadLargePayloads?: boolean;
+    payloadIn?: Placement;
+    resultIn?: Placement;
     reply?: 'events' | 'direct';
   }) =>
     def as JobDefinition<N, S, R>;

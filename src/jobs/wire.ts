@@ -1,4 +1,5 @@
 // What crosses Redis between producers and workers: the job envelope, direct replies, encoded failures, stored payloads.
+import type { Knex } from 'knex';
 import type { QueueName } from '../config.js';
 import { queueNames } from '../config.js';
 import type { Db } from '../db.js';
@@ -15,11 +16,31 @@ export interface JobEnvelope<P = unknown> {
   replyTo?: string;
 }
 
-/** What a worker publishes on a replyTo channel. */
-export type DirectReply = { id: string; result: unknown } | { id: string; error: ReturnType<AppError['toJSON']> };
+/**
+ * What a worker publishes on a replyTo channel: the result itself when small, else the id of its
+ * job_results row (a reply must never be large: Redis drops a subscriber whose output buffer passes
+ * its pub/sub limit, and with it every reply for that API process).
+ */
+export type DirectReply = { id: string; result: unknown } | { id: string; resultRef: string } | { id: string; error: ReturnType<AppError['toJSON']> };
 
 /** What a 'direct' job keeps as its return value: the result itself went to the waiter. */
 export const DELIVERED = { delivered: true } as const;
+
+/**
+ * A job's return value when its result is in job_results (`delivered` too for a 'direct' job: its
+ * waiter was sent the reference and deletes the row once read).
+ */
+export interface ResultRef {
+  resultRef: string;
+  delivered?: true;
+}
+
+/** The job_results id a return value or reply refers to, if it is a reference. */
+export function resultRefOf(value: unknown): string | undefined {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return undefined;
+  const ref = (value as { resultRef?: unknown }).resultRef;
+  return typeof ref === 'string' ? ref : undefined;
+}
 
 /** The payload of a job, from the envelope or from Postgres. */
 export async function loadPayload(db: Db, envelope: JobEnvelope): Promise<unknown> {
@@ -29,8 +50,65 @@ export async function loadPayload(db: Db, envelope: JobEnvelope): Promise<unknow
   return JSON.parse(row.data as string);
 }
 
+export async function storePayload(db: Db, jobId: string, json: string): Promise<void> {
+  await db('job_payloads').insert({ job_id: jobId, data: json });
+}
+
 export async function dropPayload(db: Db, envelope: JobEnvelope): Promise<void> {
   if (envelope.payloadRef) await db('job_payloads').where({ job_id: envelope.payloadRef }).delete();
+}
+
+/** Keeps a serialised result for ttlSeconds (the job's own retention); a re-run job overwrites it. */
+export async function storeResult(db: Db, jobId: string, json: string, ttlSeconds: number): Promise<void> {
+  await db('job_results')
+    .insert({ job_id: jobId, data: json, expires_at: db.raw('now() + make_interval(secs => ?)', [ttlSeconds]) })
+    .onConflict('job_id')
+    .merge();
+}
+
+/** A stored result, or undefined when it is gone (expired, swept, or already taken). */
+export async function loadResult(db: Db, ref: string): Promise<unknown> {
+  const row = await db('job_results').where({ job_id: ref }).first('data');
+  return row ? JSON.parse(row.data as string) : undefined;
+}
+
+/** Reads and deletes a stored result in one statement: for 'direct' replies, which have one reader. */
+export async function takeResult(db: Db, ref: string): Promise<{ found: boolean; result?: unknown }> {
+  const rows: { data: string }[] = await db('job_results').where({ job_id: ref }).delete().returning('data');
+  return rows.length ? { found: true, result: JSON.parse(rows[0]!.data) } : { found: false };
+}
+
+/** Everything a job keeps in Postgres (its payload and result), for a job that is removed. */
+export async function dropJobStorage(db: Db, jobId: string): Promise<void> {
+  await db('job_payloads').where({ job_id: jobId }).delete();
+  await db('job_results').where({ job_id: jobId }).delete();
+}
+
+/**
+ * Deletes, in batches of `batch` rows, payloads older than payloadMaxAgeSeconds (their job finished
+ * or was removed without its row going too: a crash between two steps, a stalled job failed by
+ * BullMQ, a queue cleaned from Bull Board) and results past their expires_at. Safe to run from any
+ * number of processes at once: each batch skips rows another sweep has locked.
+ */
+export async function sweepJobStorage(
+  db: Db,
+  opts: { payloadMaxAgeSeconds: number; batch?: number; maxBatches?: number },
+): Promise<{ payloads: number; results: number }> {
+  const batch = opts.batch ?? 500;
+  const sweep = async (table: 'job_payloads' | 'job_results', condition: [column: string, bound: Knex.Raw]) => {
+    let total = 0;
+    for (let i = 0; i < (opts.maxBatches ?? 20); i++) {
+      const victims = db(table).select('job_id').where(condition[0], '<', condition[1]).limit(batch).forUpdate().skipLocked();
+      // (returning: knex-pglite does not answer a delete with a row count)
+      const n = ((await db(table).whereIn('job_id', victims).delete().returning('job_id')) as unknown[]).length;
+      total += n;
+      if (n < batch) break;
+    }
+    return total;
+  };
+  const payloads = await sweep('job_payloads', ['created_at', db.raw('now() - make_interval(secs => ?)', [opts.payloadMaxAgeSeconds])]);
+  const results = await sweep('job_results', ['expires_at', db.raw('now()')]);
+  return { payloads, results };
 }
 
 const APP_ERROR_MARK = 'APPERR ';

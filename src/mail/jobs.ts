@@ -6,14 +6,17 @@ import { codePayload, fetchPayload, purgePayload, sendPayload, type CodeResult, 
 /** Mail jobs talk to someone else's server while a caller waits: retry once, soon. */
 const MAIL_OPTIONS: JobsOptions = { attempts: 2, backoff: { type: 'exponential', delay: 1_000, jitter: 0.5 } };
 
-export const mailFetch = defineJob<FetchResult>()({ name: 'mail.fetch', queue: 'mail', payload: fetchPayload, options: MAIL_OPTIONS });
-export const mailPurge = defineJob<PurgeResult>()({ name: 'mail.purge', queue: 'mail', payload: purgePayload, options: MAIL_OPTIONS });
-export const mailCode = defineJob<CodeResult>()({ name: 'mail.code', queue: 'mail', payload: codePayload, options: MAIL_OPTIONS });
-/** Sends are recorded by job id, so a retried job does not send twice. */
+// Results (messages with their bodies, verification codes, recipients) never sit in Redis, where
+// Bull Board shows admins every job: they are kept in Postgres and the job carries their id.
+export const mailFetch = defineJob<FetchResult>()({ name: 'mail.fetch', queue: 'mail', payload: fetchPayload, resultIn: 'postgres', options: MAIL_OPTIONS });
+export const mailPurge = defineJob<PurgeResult>()({ name: 'mail.purge', queue: 'mail', payload: purgePayload, resultIn: 'postgres', options: MAIL_OPTIONS });
+export const mailCode = defineJob<CodeResult>()({ name: 'mail.code', queue: 'mail', payload: codePayload, resultIn: 'postgres', options: MAIL_OPTIONS });
+/** Sends are recorded by job id, so a retried job does not send twice. The message (its bodies) is kept in Postgres. */
 export const mailSend = defineJob<SendResult>()({
   name: 'mail.send',
   queue: 'mail',
   payload: sendPayload,
-  offloadLargePayloads: true,
+  payloadIn: 'postgres',
+  resultIn: 'postgres',
   options: { attempts: 3, backoff: { type: 'exponential', delay: 2_000, jitter: 0.5 } },
 });

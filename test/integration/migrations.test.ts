@@ -17,6 +17,7 @@ const TABLES = [
   'mail_accounts',
   'mail_messages',
   'mail_sends',
+  'job_results',
 ];
 
 const envs: TestEnv[] = [];
@@ -32,7 +33,7 @@ for (const embedded of [false, true]) {
       const db = await createDb(parseConfig(env.env));
       try {
         const applied = await migrateLatest(db);
-        expect(applied).toEqual(['001_accounts', '002_content', '003_embeddings', '004_mail', '005_content_owner']);
+        expect(applied).toEqual(['001_accounts', '002_content', '003_embeddings', '004_mail', '005_content_owner', '006_job_results']);
         for (const t of TABLES) expect(await db.schema.hasTable(t), t).toBe(true);
         // The counters' triggers work right after migrating.
         await db('content_items').insert({
