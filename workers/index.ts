@@ -1,9 +1,10 @@
 // Worker runtime: one BullMQ Worker per selected queue, dispatching each job to its one processor.
 import os from 'node:os';
-import { UnrecoverableError, Worker, type Job } from 'bullmq';
+import { DelayedError, UnrecoverableError, Worker, type Job } from 'bullmq';
 import { queueConcurrency, type QueueName } from '../src/config.js';
 import { AppError, toAppError } from '../src/errors.js';
 import type { JobDefinition } from '../src/jobs/define.js';
+import { OwnerSlots } from '../src/jobs/fairness.js';
 import type { Processor, ProcessorMap } from '../src/jobs/processor.js';
 import { processorMaps } from '../src/jobs/processors.js';
 import { jobDefinitions } from '../src/jobs/registry.js';
@@ -55,12 +56,13 @@ export interface WorkerSet {
 
 export async function startWorkers(p: Platform, queues: readonly QueueName[], maps: Record<string, ProcessorMap> = processorMaps): Promise<WorkerSet> {
   const table = buildProcessorTable(maps);
+  const slots = new OwnerSlots(p.redis, p.config.QUEUE_PREFIX, p.config.JOB_LOCK_MS);
   const used = new Set(Object.values(jobDefinitions as Record<string, JobDefinition>).map((d) => d.queue));
   const connection = createRedis(p.config.REDIS_URL, 'worker', 'worker');
   const workers: Worker[] = [];
   for (const queue of queues) {
     if (!used.has(queue)) continue;
-    const worker = new Worker<JobEnvelope>(queue, (job, _token, signal) => dispatch(p, table, job, signal), {
+    const worker = new Worker<JobEnvelope>(queue, (job, token, signal) => dispatch(p, table, slots, job, token, signal), {
       connection,
       prefix: p.config.QUEUE_PREFIX,
       // Shown as the job's processedBy (in Bull Board too): which machine and process ran it.
@@ -104,11 +106,41 @@ export async function startWorkers(p: Platform, queues: readonly QueueName[], ma
   };
 }
 
-async function dispatch(p: Platform, table: Map<string, { fn: Processor }>, job: Job<JobEnvelope>, signal?: AbortSignal): Promise<unknown> {
-  const log = p.log.child({ jobId: job.id, job: job.name, attempt: job.attemptsMade + 1 });
+/** How long an owner's job waits before it asks for a slot again (jittered, so waiting jobs spread out). */
+const SLOT_RETRY_MS = 250;
+
+async function dispatch(
+  p: Platform,
+  table: Map<string, { fn: Processor }>,
+  slots: OwnerSlots,
+  job: Job<JobEnvelope>,
+  token: string | undefined,
+  signal?: AbortSignal,
+): Promise<unknown> {
   const entry = table.get(job.name);
   const def = (jobDefinitions as Record<string, JobDefinition>)[job.name];
   if (!entry || !def) throw new UnrecoverableError(encodeFailure(new AppError(500, `No processor for job "${job.name}"`)));
+  const owner = job.data?.owner ?? null;
+  const limit = def.ownerConcurrency && owner !== null ? def.ownerConcurrency(p.config) : undefined;
+  if (limit === undefined || !token) return runJob(p, entry, def, job, signal);
+  // The owner runs `limit` jobs already: this one waits (delayed, not failed: no attempt is spent)
+  // and leaves the worker to other owners' jobs.
+  const taken = await slots.acquire(job.queueName, owner!, job.id!, limit).catch(() => true);
+  if (!taken) {
+    await job.moveToDelayed(Date.now() + SLOT_RETRY_MS * (0.5 + Math.random()), token);
+    throw new DelayedError();
+  }
+  const renewal = setInterval(() => slots.renew(job.queueName, owner!, job.id!).catch(() => {}), Math.max(1_000, p.config.JOB_LOCK_MS / 3));
+  try {
+    return await runJob(p, entry, def, job, signal);
+  } finally {
+    clearInterval(renewal);
+    await slots.release(job.queueName, owner!, job.id!).catch(() => {});
+  }
+}
+
+async function runJob(p: Platform, entry: { fn: Processor }, def: JobDefinition, job: Job<JobEnvelope>, signal?: AbortSignal): Promise<unknown> {
+  const log = p.log.child({ jobId: job.id, job: job.name, attempt: job.attemptsMade + 1 });
   let payload: unknown;
   try {
     payload = await loadPayload(p.db, job.data ?? { owner: null });

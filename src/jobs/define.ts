@@ -1,7 +1,7 @@
 // How a job type is declared: its name, queue, payload schema, result type and options (no processor: see processor.ts).
 import type { JobsOptions } from 'bullmq';
 import type { z } from 'zod';
-import type { QueueName } from '../config.js';
+import type { Config, QueueName } from '../config.js';
 
 /** Where a job's payload or result is kept: see JobDefinition.payloadIn and resultIn. */
 export type Placement = 'redis-if-small' | 'postgres';
@@ -35,6 +35,12 @@ export interface JobDefinition<N extends string = string, S extends z.ZodType = 
    * Default 'events'.
    */
   reply?: 'events' | 'direct';
+  /**
+   * At most this many jobs of one owner (the user who submitted them) run at once on this job's
+   * queue, across every worker; the owner's other jobs wait (delayed, then retried for a slot)
+   * without taking a worker from anyone else. Unset: no per-owner limit.
+   */
+  ownerConcurrency?: (config: Config) => number;
   /** Type-only: what the processor returns. */
   readonly __result?: R;
 }
@@ -50,6 +56,7 @@ export const defineJob =
     payloadIn?: Placement;
     resultIn?: Placement;
     reply?: 'events' | 'direct';
+    ownerConcurrency?: (config: Config) => number;
   }) =>
     def as JobDefinition<N, S, R>;
 
