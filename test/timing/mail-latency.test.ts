@@ -1,4 +1,4 @@
-// Mail attacked as a common user would (issue 10): a huge mail must not stall the process, nor one user's flood the others.
+// Mail latency under attack (issue 10): a huge mail must not stall the process, nor one user's flood the others. In test/timing/: run alone, after the rest, since it measures milliseconds.
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildMessage, type DovecotServer, startDovecot } from '../helpers/dovecot.js';
