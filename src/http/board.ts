@@ -37,8 +37,21 @@ export function boardMiddleware(p: Platform): Middleware {
     }
     // Built on first use: processes whose board nobody opens never load it.
     plugin ??= await boardPlugin(p);
-    return plugin(ctx, next);
+    // What the board does not serve must not reach our routes: its body parser has already read
+    // the request (our parser would wait forever for it), and its error handler would turn our
+    // 404/405 into a 500. So it ends here, as a 404 or 405 of ours, outside the board.
+    let unserved = false;
+    await plugin(ctx, async () => {
+      unserved = true;
+    });
+    if (unserved) throw unservedBoardRoute(ctx.method, ctx.path);
   };
+}
+
+/** The board answers GETs (pages, assets, its API) and PUTs (its actions); nothing else. */
+function unservedBoardRoute(method: string, path: string): AppError {
+  if (method === 'GET' || method === 'HEAD' || method === 'PUT') return new AppError(404, `No route for ${method} ${path}`, { code: 'not_found' });
+  return new AppError(405, `Method ${method} not allowed for ${path} (allowed: GET, PUT)`, { code: 'method_not_allowed', headers: { Allow: 'GET, PUT' } });
 }
 
 async function boardPlugin(p: Platform): Promise<Middleware> {

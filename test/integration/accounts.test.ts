@@ -1,4 +1,5 @@
 // Accounts over HTTP against real Postgres and Redis: login, sessions, users, tokens, redemption codes.
+import crypto from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HttpClient } from '../helpers/http.js';
 import { ROOT_PASSWORD, startTestApp, type TestApp } from '../helpers/services.js';
@@ -7,13 +8,17 @@ let t: TestApp;
 let admin: HttpClient;
 let alice: HttpClient;
 
+const sha256 = (value: string) => crypto.createHash('sha256').update(value).digest('hex');
+
 async function count(table: string): Promise<number> {
   const [{ n }] = await t.platform.db(table).count({ n: '*' });
   return Number(n);
 }
 
 beforeAll(async () => {
-  t = await startTestApp({ workers: false, env: { TRUST_PROXY: 'true' } });
+  // A credential lookup is cached for a minute here, so a revocation that works only because the cache
+  // expired shows up as a failure: "at once on the process that handled it" is what these tests check.
+  t = await startTestApp({ workers: false, env: { TRUST_PROXY: 'true', AUTH_CACHE_MS: '60000' } });
   expect((await t.root.post('/api/user/', { username: 'admin1', password: 'admin-password', role: 10 })).status).toBe(201);
   expect((await t.root.post('/api/user/', { username: 'alice', password: 'alice-password' })).status).toBe(201);
   admin = new HttpClient(t.url);
@@ -73,22 +78,25 @@ describe('login and sessions', () => {
     expect(typeof res.body.message).toBe('string');
   });
 
-  it('the system access token works as Bearer and bare, and rotating it kills the old one', async () => {
+  it('the system access token works as Bearer and bare, and rotating it kills the old one at once on this process', async () => {
+    expect(t.config.AUTH_CACHE_MS).toBe(60_000);
     const first = (await alice.get('/api/user/token')).body.data as string;
     expect(first).toMatch(/^[A-Za-z0-9]{32}$/);
+    // Both uses leave the token's lookup in this process's cache.
     expect((await t.anon.get('/api/user/self', { authorization: `Bearer ${first}` })).body.data.username).toBe('alice');
     expect((await t.anon.get('/api/user/self', { authorization: first })).body.data.username).toBe('alice');
     const second = (await alice.get('/api/user/token')).body.data as string;
     expect(second).not.toBe(first);
-    await new Promise((r) => setTimeout(r, t.config.AUTH_CACHE_MS + 50));
+    // No wait: the cached lookup (kept 60 s here) must already be gone.
     expect((await t.anon.get('/api/user/self', { authorization: `Bearer ${first}` })).status).toBe(401);
+    expect((await t.anon.get('/api/user/self', { authorization: first })).status).toBe(401);
     expect((await t.anon.get('/api/user/self', { authorization: `Bearer ${second}` })).status).toBe(200);
   });
 
-  it('stores the access token only as a SHA-256 hash', async () => {
+  it('stores the access token only as its SHA-256 hash', async () => {
     const token = (await alice.get('/api/user/token')).body.data as string;
     const row = await t.platform.db('users').where({ username: 'alice' }).first();
-    expect(row.access_token_hash).toHaveLength(64);
+    expect(row.access_token_hash).toBe(sha256(token));
     expect(JSON.stringify(row)).not.toContain(token);
   });
 });
@@ -236,13 +244,15 @@ describe('users (admin)', () => {
     expect((await admin.put(`/api/user/${aliceId}`, { role: 10 })).status).toBe(403);
   });
 
-  it('disabling a user ends their sessions and API keys stop working', async () => {
+  it('disabling a user ends their sessions and their API keys stop working, at once on this process', async () => {
     await t.root.post('/api/user/', { username: 'carol', password: 'carol-password' });
     const carol = new HttpClient(t.url);
     const { id } = (await carol.login('carol', 'carol-password')).body.data;
     const key = (await carol.post('/api/token/', { name: 'k' })).body.data.key;
+    // Both credentials are used (and so cached, for 60 s here) before the change.
+    expect((await carol.get('/api/user/self')).status).toBe(200);
+    expect((await t.anon.get('/api/user/self', { authorization: `Bearer ${key}` })).status).toBe(200);
     expect((await t.root.put(`/api/user/${id}`, { status: 2 })).status).toBe(200);
-    await new Promise((r) => setTimeout(r, t.config.AUTH_CACHE_MS + 50));
     expect((await carol.get('/api/user/self')).status).toBe(401);
     expect((await t.anon.get('/api/user/self', { authorization: `Bearer ${key}` })).status).toBe(403);
   });
@@ -279,7 +289,9 @@ describe('API tokens', () => {
     expect(listed.key).toMatch(/^sk-.{4}\*+.{4}$/);
     expect((await alice.get(`/api/token/${tok.id}`)).body.data.key).toBe(listed.key);
     const row = await t.platform.db('tokens').where({ id: tok.id }).first();
+    expect(row.key_hash).toBe(sha256(tok.key));
     expect(JSON.stringify(row)).not.toContain(tok.key);
+    expect(JSON.stringify(row)).not.toContain(tok.key.slice(3));
     // The key authenticates its owner on /api.
     expect((await t.anon.get('/api/user/self', { authorization: `Bearer ${tok.key}` })).body.data.username).toBe('alice');
   });
@@ -323,14 +335,26 @@ describe('API tokens', () => {
     expect((await alice.put(`/api/token/${limited.id}`, { status: 1, remain_quota: 10 })).body.data.status).toBe(1);
   });
 
-  it('a disabled, expired or deleted key no longer authenticates', async () => {
+  it('a disabled, expired or deleted key no longer authenticates, at once on this process', async () => {
     const tok = (await alice.post('/api/token/', { name: 'temp', unlimited_quota: true })).body.data;
     const use = () => t.anon.get('/api/user/self', { authorization: `Bearer ${tok.key}` });
     expect((await use()).status).toBe(200);
     await alice.put('/api/token/?status_only=1', { id: tok.id, status: 2 });
     expect((await use()).status).toBe(401);
+    // Enabled again it works; deleted it does not.
+    await alice.put('/api/token/?status_only=1', { id: tok.id, status: 1 });
+    expect((await use()).status).toBe(200);
     await alice.delete(`/api/token/${tok.id}`);
     expect((await use()).status).toBe(401);
+    // Expired: works (and is cached) until its expired_time, then 401 — the cache does not stretch its life.
+    const expiresAt = Math.floor(Date.now() / 1000) + 2;
+    const expiring = (await alice.post('/api/token/', { name: 'expiring', unlimited_quota: true, expired_time: expiresAt })).body.data;
+    const useExpiring = () => t.anon.get('/api/user/self', { authorization: `Bearer ${expiring.key}` });
+    expect((await useExpiring()).status).toBe(200);
+    await new Promise((r) => setTimeout(r, expiresAt * 1000 - Date.now() + 100));
+    const expired = await useExpiring();
+    expect(expired.status).toBe(401);
+    expect(expired.body.message).toMatch(/expired/);
     expect((await t.anon.get('/api/user/self', { authorization: 'Bearer sk-doesnotexist' })).status).toBe(401);
   });
 

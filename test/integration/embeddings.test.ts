@@ -13,6 +13,16 @@ let userId: number;
 let upA: FakeOpenAI;
 let upB: FakeOpenAI;
 
+/** The embeddings.create jobs (any state) whose calls include an input matching `test`, with their calls' inputs. */
+async function jobsWithInput(test: (input: string) => boolean) {
+  const queue = t.platform.jobs.queues.get('embeddings')!;
+  const jobs = await queue.getJobs(['completed', 'failed', 'active', 'waiting', 'delayed'], 0, -1);
+  return jobs
+    .filter((j) => j.name === 'embeddings.create')
+    .map((j) => ({ job: j, requests: (j.data.payload as { requests?: { model: string; inputs: string[] }[] } | undefined)?.requests ?? [] }))
+    .filter(({ requests }) => requests.some((r) => r.inputs.some(test)));
+}
+
 async function newKey(body: Record<string, unknown> = { unlimited_quota: true }) {
   return (await user.post('/api/token/', { name: 'k', ...body })).body.data as { id: number; key: string };
 }
@@ -91,7 +101,7 @@ describe('the official openai client against local-hash-v1', () => {
     expect((await v1(all.key).get('/v1/models/local-hash-v1')).body).toMatchObject({ id: 'local-hash-v1', object: 'model' });
   });
 
-  it('many concurrent calls each get their own vectors back (coalesced into shared jobs)', async () => {
+  it('60 concurrent calls share fewer jobs than calls, and each still gets its own vectors back', async () => {
     const { key } = await newKey();
     const texts = Array.from({ length: 60 }, (_, i) => `concurrent request number ${i}`);
     const results = await Promise.all(texts.map((text) => v1(key).post('/v1/embeddings', { model: 'local-hash-v1', input: text, dimensions: 32 })));
@@ -99,6 +109,12 @@ describe('the official openai client against local-hash-v1', () => {
       expect(r.status).toBe(200);
       expect(r.body.data[0].embedding).toEqual(Array.from(embedLocalHash(texts[i]!, 32)));
     });
+    // Every call is in exactly one job, and the jobs are fewer than the calls (EMBEDDINGS_MAX_IN_FLIGHT is 2 here).
+    const jobs = await jobsWithInput((x) => x.startsWith('concurrent request number '));
+    const carried = jobs.flatMap(({ requests }) => requests.flatMap((r) => r.inputs)).sort();
+    expect(carried).toEqual([...texts].sort());
+    expect(jobs.length, `${jobs.length} jobs for 60 calls`).toBeLessThan(texts.length);
+    expect(Math.max(...jobs.map(({ requests }) => requests.length))).toBeGreaterThan(1);
   });
 });
 
@@ -326,13 +342,24 @@ describe('relaying to upstream channels', () => {
     expect([upA.calls.length, upB.calls.length]).toEqual([2, 2]);
   });
 
-  it('a lone rate-limited channel gives 429 with Retry-After once retries are spent', async () => {
+  it("a lone rate-limited channel gives 429 once the job's 3 attempts are spent, with the channel's remaining Retry-After", async () => {
     await channel({ name: 'only-rl', base_url: upA.url, models: 'lonely-model', price: 1 });
     upA.behaviour = { kind: 'status', status: 429, retryAfter: '30' };
-    const res = await v1(key).post('/v1/embeddings', { model: 'lonely-model', input: 'x' });
+    const started = Date.now();
+    const res = await v1(key).post('/v1/embeddings', { model: 'lonely-model', input: 'lonely input' });
+    const elapsed = Math.ceil((Date.now() - started) / 1000);
     expect(res.status).toBe(429);
-    expect(res.body.error.type).toBe('rate_limit_error');
-    expect(Number(res.headers.get('retry-after'))).toBeGreaterThan(0);
+    expect(res.body.error).toMatchObject({ type: 'rate_limit_error', code: 'upstream_rate_limited' });
+    // Attempt 1 met the 429 and set the channel aside for 30 s; attempts 2 and 3 found it still aside and did not call it.
+    const [only, ...others] = await jobsWithInput((x) => x === 'lonely input');
+    expect(others).toEqual([]);
+    expect(only!.job.attemptsMade).toBe(3);
+    expect(await only!.job.getState()).toBe('failed');
+    expect(upA.calls).toHaveLength(1);
+    // What is left of the channel's 30 s: no more, and no less than 30 s minus the time the call took.
+    const retryAfter = Number(res.headers.get('retry-after'));
+    expect(retryAfter).toBeLessThanOrEqual(30);
+    expect(retryAfter).toBeGreaterThanOrEqual(30 - elapsed);
   });
 
   it('disables a channel that answers 401, and an admin sees why', async () => {

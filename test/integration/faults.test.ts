@@ -138,7 +138,7 @@ describe('SIGTERM with work in flight', () => {
     await next.stop();
   });
 
-  it('a job still running when SHUTDOWN_TIMEOUT_MS runs out is left to another worker; the rows end up once', async () => {
+  it('a job still running when SHUTDOWN_TIMEOUT_MS runs out is left to another worker; its committed rows keep their ids, none added', async () => {
     const w = await worker();
     const release = await hold('term-timeout');
     const batch = Array.from({ length: 20 }, () => item({ source: 'term-timeout' }));
@@ -150,16 +150,28 @@ describe('SIGTERM with work in flight', () => {
     const took = Date.now() - started;
     expect(took).toBeGreaterThanOrEqual(3_500);
     expect(took).toBeLessThan(9_000);
+    // The worker is gone, but its insert still waits in Postgres: released, it commits (one autocommit statement).
     await release();
-    const other = await worker();
-    let state = '';
-    for (let i = 0; i < 200 && state !== 'completed'; i++) {
-      state = (await client.get(`/api/jobs/${jobId}`)).body.state;
-      if (state !== 'completed') await new Promise((r) => setTimeout(r, 100));
+    let committed: { id: string; url: string }[] = [];
+    for (let i = 0; i < 100 && committed.length < 21; i++) {
+      committed = (await db.query("select id, url from content_items where source = 'term-timeout'")).rows;
+      if (committed.length < 21) await new Promise((r) => setTimeout(r, 50));
     }
-    expect(state).toBe('completed');
-    const { rows } = await db.query("select count(*)::int as n from content_items where source = 'term-timeout'");
-    expect(rows[0].n).toBe(21);
+    expect(committed, 'the first attempt committed its 20 rows').toHaveLength(21);
+    expect((await client.get(`/api/jobs/${jobId}`)).body.state).not.toBe('completed');
+    const other = await worker();
+    let job: { state: string; result: { success: number; created: { id: string; url: string }[] } | null } = { state: '', result: null };
+    for (let i = 0; i < 200 && job.state !== 'completed'; i++) {
+      job = (await client.get(`/api/jobs/${jobId}`)).body;
+      if (job.state !== 'completed') await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(job.state).toBe('completed');
+    // The second attempt wrote the same 20 rows: same ids, nothing new.
+    const idByUrl = new Map(committed.map((r) => [r.url, r.id]));
+    expect(job.result!.success).toBe(20);
+    for (const c of job.result!.created) expect(c.id, c.url).toBe(idByUrl.get(c.url));
+    const { rows } = await db.query("select id, url from content_items where source = 'term-timeout'");
+    expect(new Map(rows.map((r) => [r.url, r.id]))).toEqual(idByUrl);
     await other.stop();
   });
 

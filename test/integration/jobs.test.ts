@@ -103,16 +103,6 @@ describe('job-backed answers', () => {
     expect((await bob.post('/api/jobs/ping')).status).toBe(403);
     expect((await t.root.post('/api/jobs/ping?queue=nope')).status).toBe(400);
   });
-
-  it('enqueue is type-checked against the job registry (npm run typecheck fails otherwise)', () => {
-    const misuse = () => {
-      // @ts-expect-error the payload of content.batch is { items: unknown[] }
-      void t.platform.jobs.enqueue('content.batch', { entries: [] }, { owner: null });
-      // @ts-expect-error there is no such job
-      void t.platform.jobs.enqueue('content.nope', { items: [] }, { owner: null });
-    };
-    expect(misuse).toBeTypeOf('function');
-  });
 });
 
 describe('waiting, progress and server-sent events', () => {
@@ -155,18 +145,22 @@ describe('waiting, progress and server-sent events', () => {
 
 describe('failures and retries', () => {
   let t: TestApp;
+  const BACKOFF_MS = 200;
   let calls = 0;
+  /** When each attempt started (Date.now() in the processor). */
+  let startedAt: number[] = [];
   const flaky: ProcessorMap = {
     'content.batch': async ({ items }) => {
       calls++;
+      startedAt.push(Date.now());
       const mode = (items[0] as { mode?: string }).mode;
       if (mode === 'invalid') throw new AppError(422, 'This batch cannot be processed', { code: 'unprocessable' });
-      if (mode === 'flaky' && calls % 3 !== 0) throw new Error('connection reset by peer');
+      if (mode === 'flaky' && calls < 4) throw new Error('connection reset by peer');
       return { success: 1, failed: 0, total: 1, errors: [], created: [] };
     },
   };
   beforeAll(async () => {
-    t = await startTestApp({ processors: { ...processorMaps, content: flaky }, env: { JOB_BACKOFF_MS: '20', JOB_ATTEMPTS: '5' } });
+    t = await startTestApp({ processors: { ...processorMaps, content: flaky }, env: { JOB_BACKOFF_MS: String(BACKOFF_MS), JOB_ATTEMPTS: '5' } });
   });
   afterAll(async () => {
     await t?.close();
@@ -180,13 +174,20 @@ describe('failures and retries', () => {
     expect(calls).toBe(1);
   });
 
-  it('a transient failure is retried with backoff until it succeeds', async () => {
+  it('a transient failure is retried until it succeeds, with exponential backoff: retry n waits at least ½ × JOB_BACKOFF_MS × 2^(n-1)', async () => {
     calls = 0;
+    startedAt = [];
     const res = await t.root.post('/api/content/batch', [{ mode: 'flaky' }], { prefer: 'respond-async' });
     const status = await settled(t.root, res.body.statusUrl);
     expect(status, JSON.stringify(status)).toMatchObject({ state: 'completed' });
-    expect(status.attempts).toBe(3);
-    expect(calls).toBe(3);
+    expect(status.attempts).toBe(4);
+    expect(calls).toBe(4);
+    // Retry n waits a random delay in [½, 1] × JOB_BACKOFF_MS × 2^(n-1) (exponential, jitter 0.5) after attempt n failed.
+    // Load can only lengthen the gaps, so the lower bounds hold on a busy machine; a fixed or missing backoff breaks
+    // the second and third (≥ 200 ms, ≥ 400 ms where a fixed 200 ms backoff gives at most ~200 ms).
+    const gaps = startedAt.slice(1).map((at, i) => at - startedAt[i]!);
+    const floors = [0.5, 1, 2].map((f) => f * BACKOFF_MS - 5);
+    gaps.forEach((gap, i) => expect(gap, `gaps ${gaps.join(', ')} ms`).toBeGreaterThanOrEqual(floors[i]!));
   });
 
   it('a failed job reports its error in the status', async () => {

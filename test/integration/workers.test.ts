@@ -73,13 +73,25 @@ describe('separate API and worker processes', () => {
   });
 });
 
+/** Waits until a backend of this database waits on a lock inside an insert into content_items (a batch held by hold()). */
+async function insertBlocked(db: pg.Client) {
+  for (let i = 0; i < 200; i++) {
+    const { rows } = await db.query(
+      "select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock' and query ilike 'insert into \"content_items\"%'",
+    );
+    if (rows[0].n > 0) return;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error('no insert into content_items is waiting on the held lock');
+}
+
 describe('a worker killed with SIGKILL in the middle of a batch', () => {
-  it('leaves the job to the other worker, and the rows end up exactly once', async () => {
+  it('after its attempt committed the rows but before the job completed: another worker re-runs it, same ids, no extra rows', async () => {
     const db = new pg.Client({ connectionString: env.dbUrl });
     await db.connect();
     try {
       await client.post('/api/content', item({ source: 'held' }));
-      // Hold the per-source counter row: a batch for this source blocks inside its write.
+      // Hold the per-source counter row: the batch's insert (one statement, its counter trigger inside) waits for it.
       await db.query('begin');
       await db.query("select * from content_stats where source = 'held' for update");
       const batch = Array.from({ length: 100 }, () => item({ source: 'held' }));
@@ -102,15 +114,33 @@ describe('a worker killed with SIGKILL in the middle of a batch', () => {
       }
       expect(victimPid).toBeGreaterThan(0);
       const victim = workers.find((w) => w.proc.pid === victimPid)!;
-      expect((await victim.stop('SIGKILL')).signal).toBe('SIGKILL');
+      await insertBlocked(db);
+      // Freeze the worker, let its insert go through (Postgres commits it on its own: autocommit), then kill it
+      // before it can hear back and complete the job.
+      victim.proc.kill('SIGSTOP');
       await db.query('rollback');
+      let committed: { id: string; url: string }[] = [];
+      for (let i = 0; i < 100 && committed.length < 101; i++) {
+        committed = (await db.query("select id, url from content_items where source = 'held'")).rows;
+        if (committed.length < 101) await new Promise((r) => setTimeout(r, 50));
+      }
+      expect(committed, 'attempt 1 committed its 100 rows').toHaveLength(101);
+      expect(await (await queue.getJob(jobId))!.getState()).toBe('active');
+      expect((await victim.stop('SIGKILL')).signal).toBe('SIGKILL');
 
       const job = await waitForJob(jobId);
       expect(await job.getState()).toBe('completed');
       expect(pidOf(job.processedBy)).not.toBe(victimPid);
       expect(job.returnvalue).toMatchObject({ success: 100, failed: 0 });
+      // The re-run wrote the same rows: every item keeps the id attempt 1 gave it.
+      const idByUrl = new Map(committed.map((r) => [r.url, r.id]));
+      const created = job.returnvalue.created as { index: number; id: string; url: string }[];
+      expect(created.map((c) => c.url)).toEqual(batch.map((b) => b.url));
+      for (const c of created) expect(c.id, c.url).toBe(idByUrl.get(c.url));
       for (const o of others) expect(await (await waitForJob(o.body.jobId)).getState()).toBe('completed');
 
+      const after = (await db.query("select id, url from content_items where source = 'held'")).rows;
+      expect(new Map(after.map((r) => [r.url, r.id]))).toEqual(idByUrl);
       const counts = await db.query("select source, count(*)::int as n from content_items where source in ('held', 'during') group by source order by source");
       expect(counts.rows).toEqual([
         { source: 'during', n: 100 },
@@ -118,8 +148,6 @@ describe('a worker killed with SIGKILL in the middle of a batch', () => {
       ]);
       const stats = (await client.get('/api/stats')).body.bySource;
       expect([stats.held, stats.during]).toEqual([101, 100]);
-      const urls = await db.query("select count(distinct url)::int as n from content_items where source = 'held'");
-      expect(urls.rows[0].n).toBe(101);
     } finally {
       await db.end();
     }

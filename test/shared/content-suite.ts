@@ -1,5 +1,7 @@
 // The content API's contract over HTTP; run against Postgres (content.test.ts) and embedded PGlite (content-embedded.test.ts).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { checkItem } from '../../src/content/schema.js';
+import { upsertItems } from '../../src/content/store.js';
 import type { HttpClient } from '../helpers/http.js';
 import { startTestApp, type TestApp } from '../helpers/services.js';
 
@@ -360,13 +362,37 @@ export function contentSuite(label: string, opts: { embedded: boolean }) {
         expect((await c.get(`/api/content?source=${src}&limit=2&orderBy=createdAt&cursor=${cursor}`)).status).toBe(400);
       });
 
-      it('limit defaults to 100 and caps at 1000', async () => {
-        const all = await c.get('/api/content');
-        expect(all.body.length).toBeLessThanOrEqual(100);
-        const total = Number(all.headers.get('x-total-count'));
-        expect(total).toBe(await count());
-        if (total > 100) expect(all.headers.get('link')).toMatch(/rel="next"/);
-        expect((await c.get('/api/content?limit=1000')).body.length).toBe(Math.min(total, 1000));
+      it('limit defaults to exactly 100 and caps at exactly 1000 (1100 items stored)', async () => {
+        // Seeded through the store in one multi-row upsert: 1100 items of one source, more than the cap.
+        const capSource = `cap-${Math.random().toString(36).slice(2, 8)}`;
+        const seeded = Array.from({ length: 1100 }, () => {
+          const check = checkItem(item({ source: capSource }));
+          if (!check.ok) throw new Error(check.error);
+          return check.item;
+        });
+        expect(await upsertItems(t.platform.db, seeded, { id: null, admin: true })).toHaveLength(1100);
+        const nextOf = (res: { headers: Headers }) => /^<([^>]+)>; rel="next"$/.exec(res.headers.get('link') ?? '')?.[1] ?? null;
+
+        const byDefault = await c.get(`/api/content?source=${capSource}`);
+        expect(byDefault.status).toBe(200);
+        expect(byDefault.body).toHaveLength(100);
+        expect(byDefault.headers.get('x-total-count')).toBe('1100');
+        expect(nextOf(byDefault)).not.toBeNull();
+        const unfiltered = await c.get('/api/content');
+        expect(unfiltered.body).toHaveLength(100);
+        expect(Number(unfiltered.headers.get('x-total-count'))).toBe(await count());
+        expect(nextOf(unfiltered)).not.toBeNull();
+
+        const max = await c.get(`/api/content?source=${capSource}&limit=1000`);
+        expect(max.status).toBe(200);
+        expect(max.body).toHaveLength(1000);
+        const rest = await c.get(nextOf(max)!);
+        expect(rest.body).toHaveLength(100);
+        expect(nextOf(rest)).toBeNull();
+        expect(new Set([...ids(max), ...ids(rest)]).size).toBe(1100);
+        const over = await c.get(`/api/content?source=${capSource}&limit=1001`);
+        expect(over.status).toBe(400);
+        expect(over.body).toEqual({ error: 'Invalid limit: must be an integer between 1 and 1000' });
       });
     });
 

@@ -1,4 +1,5 @@
-// Proves the mail test harness (real Dovecot, real smtp-server, fake Microsoft OAuth) works with imapflow and nodemailer.
+// Harness check, not a product test: the mail test harness (real Dovecot, real smtp-server, fake Microsoft OAuth in
+// test/helpers/) works with imapflow and nodemailer, so mail.test.ts can rely on it. Nothing from src/ runs here.
 import fs from 'node:fs';
 import net from 'node:net';
 import { ImapFlow, type ImapFlowOptions } from 'imapflow';
@@ -85,7 +86,7 @@ function portAcceptsConnections(port: number): Promise<boolean> {
   });
 }
 
-describe('dovecot: password logins', () => {
+describe('harness: dovecot: password logins', () => {
   it('accepts the right password and rejects a wrong one', async () => {
     await dovecot.addUser('alice@example.com', 'pa:ss wörd');
     const client = imap(dovecot, { user: 'alice@example.com', pass: 'pa:ss wörd' });
@@ -114,7 +115,7 @@ describe('dovecot: password logins', () => {
   });
 });
 
-describe('dovecot: OAuth2 logins through the introspection endpoint', () => {
+describe('harness: dovecot: OAuth2 logins through the introspection endpoint', () => {
   it('logs in with an access token from the fake token endpoint and rejects a bad one', async () => {
     const token = await accessTokenFor('bob@outlook.com', 'rt-bob');
     const client = imap(dovecot, { user: 'bob@outlook.com', accessToken: token });
@@ -144,7 +145,7 @@ describe('dovecot: OAuth2 logins through the introspection endpoint', () => {
   });
 });
 
-describe('dovecot: deliver, count and special-use folders', () => {
+describe('harness: dovecot: deliver, count and special-use folders', () => {
   it('delivers into INBOX and Junk, visible to a separate imapflow session', async () => {
     await dovecot.addUser('dave@example.com', 'dave-pw');
     const date = new Date('2024-03-01T10:00:00Z');
@@ -213,7 +214,7 @@ describe('dovecot: deliver, count and special-use folders', () => {
   });
 });
 
-describe('smtp-server: nodemailer submission', () => {
+describe('harness: smtp-server: nodemailer submission', () => {
   it('accepts password auth and records the message with its auth info', async () => {
     const transport = nodemailer.createTransport({
       host: smtp.host,
@@ -267,7 +268,7 @@ describe('smtp-server: nodemailer submission', () => {
   });
 });
 
-describe('fake Microsoft token endpoint', () => {
+describe('harness: fake Microsoft token endpoint', () => {
   it('rotates refresh tokens and refuses the old one, like Microsoft', async () => {
     oauth.addAccount({ email: 'gina@outlook.com', clientId: CLIENT_ID, refreshToken: 'rt-gina-0', rotate: true, expiresIn: 120 });
     const first = await refreshGrant('rt-gina-0');
@@ -311,7 +312,7 @@ describe('fake Microsoft token endpoint', () => {
   });
 });
 
-describe('cleanup', () => {
+describe('harness: cleanup', () => {
   it('stop() ends dovecot and removes its temp dir', async () => {
     const server = await startDovecot();
     expect(await portAcceptsConnections(server.port)).toBe(true);

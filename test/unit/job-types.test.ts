@@ -1,0 +1,36 @@
+// The job registry's types: enqueue()/run() take only registered names with their own payload types.
+// These are compile-time checks: `npm run typecheck` (run by .ci/run) fails when they stop holding —
+// an unused `@ts-expect-error` is an error, and so is an expectTypeOf mismatch. At run time they are no-ops.
+import { describe, expectTypeOf, it } from 'vitest';
+import type { JobClient } from '../../src/jobs/client.js';
+import type { JobName, PayloadOf, ResultOf } from '../../src/jobs/registry.js';
+import type { BatchResult } from '../../src/content/schema.js';
+
+declare const jobs: JobClient;
+
+describe('job types (npm run typecheck)', () => {
+  it('enqueue and run type each payload and result by job name, and refuse unknown names and wrong payloads at compile time', () => {
+    expectTypeOf<PayloadOf<'content.batch'>>().toEqualTypeOf<{ items: unknown[] }>();
+    expectTypeOf<Parameters<typeof jobs.enqueue<'content.batch'>>[1]>().toEqualTypeOf<{ items: unknown[] }>();
+    expectTypeOf<Parameters<typeof jobs.run<'content.batch'>>[1]>().toEqualTypeOf<{ items: unknown[] }>();
+    expectTypeOf<ResultOf<'content.batch'>>().toEqualTypeOf<BatchResult>();
+    expectTypeOf<'content.nope'>().not.toExtend<JobName>();
+    expectTypeOf<'content.batch'>().toExtend<JobName>();
+
+    // Never called: only compiled. Each line below must be a type error, or typecheck fails on the directive.
+    const misuse = async () => {
+      // @ts-expect-error the payload of content.batch is { items: unknown[] }
+      await jobs.enqueue('content.batch', { entries: [] }, { owner: null });
+      // @ts-expect-error items must be an array
+      await jobs.enqueue('content.batch', { items: 'x' }, { owner: null });
+      // @ts-expect-error there is no such job
+      await jobs.enqueue('content.nope', { items: [] }, { owner: null });
+      // @ts-expect-error the payload of mail.send is not content's
+      await jobs.run('mail.send', { items: [] }, { owner: null, waitMs: 0 });
+      const run = await jobs.run('content.batch', { items: [] }, { owner: null, waitMs: 0 });
+      // @ts-expect-error a content.batch result has no messageId
+      if (run.done) void run.result.messageId;
+    };
+    void misuse;
+  });
+});
