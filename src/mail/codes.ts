@@ -213,10 +213,23 @@ function tidy(s: string): string {
 
 /** Full-width digits, letters and punctuation (common in CJK mail) to ASCII, and hyphen look-alikes to '-'. */
 function normalise(s: string): string {
-  return s
-    .replace(INVISIBLE, '')
-    .replace(/[\uff01-\uff5e]/g, (c) => String.fromCharCode(c.charCodeAt(0) - 0xfee0))
-    .replace(/[\u2010\u2011\u2012\u2212]/g, '-');
+  return (
+    s
+      .replace(INVISIBLE, '')
+      // Full-width and ideographic commas end a clause: "验证码是 7351，5分钟内有效" must not read
+      // as the decimal "7351,5" (which the money mask would hide).
+      .replace(/[\uff0c\u3001]/g, ', ')
+      .replace(/[\uff01-\uff5e]/g, (c) => String.fromCharCode(c.charCodeAt(0) - 0xfee0))
+      // Arabic-Indic, Persian, Devanagari and Thai digits, which some vendors use in codes.
+      .replace(/[\u0660-\u0669\u06f0-\u06f9\u0966-\u096f\u0e50-\u0e59]/g, nativeDigit)
+      .replace(/[\u2010\u2011\u2012\u2212]/g, '-')
+  );
+}
+
+function nativeDigit(c: string): string {
+  const cp = c.charCodeAt(0);
+  for (const zero of [0x0660, 0x06f0, 0x0966, 0x0e50]) if (cp >= zero && cp <= zero + 9) return String(cp - zero);
+  return c;
 }
 
 const MASK_CHAR = '\u2591';
@@ -320,13 +333,33 @@ const ID_LABELS_CJK = [
   '회원번호',
   '사업자등록번호',
 ];
+// (A "verification number" in any of these languages is a code, not an identifier: the lookahead keeps it.)
+const NOT_VERIFY = '(?!verifi|confirm|segur|secur|sicher|acces|autent|authent|weryfik|potwierdz|ověř|doğrula|onay|xác)';
+const ID_NUMBER_LABEL = [
+  '\\p{L}*(?:nummer|numret|numero|numer|nomor|nombor|número|numéro|номер)\\p{L}{0,3}',
+  'numara\\p{L}*',
+  `(?:numer|número|numéro|numero|nomor|nombor|číslo|szám|αριθμός|số|номер)\\s+(?:de\\s+)?${NOT_VERIFY}\\p{L}+`,
+  '\\p{L}*(?:číslo|számú|szám|azonosító|tunnus|αριθμός)',
+  'mã\\s+(?:đơn\\s+hàng|vận\\s+đơn|khách\\s+hàng|giao\\s+dịch)',
+  'nomor\\s+resi',
+  'resi',
+  'referen(?:ce|cia|ência|za|tie|s)\\p{L}*',
+  'rif\\.?',
+].join('|');
 const ID_VALUE =
   '\\s*(?:#|№|n[º°o]\\.?|nr\\.?|no\\.?)?\\s*[:：#№]?\\s*(?=[A-Z0-9-]{0,40}\\d)[A-Z0-9][A-Z0-9-]{0,40}(?:[ ](?=[A-Z0-9-]{0,40}\\d)[A-Z0-9-]{1,40}){0,6}';
 
 const PHONE_LABELS =
-  'tel(?:ephone|efon|[ée]fono|[ée]phone)?|phone|call(?:\\s+us)?(?:\\s+(?:at|on))?|fax|mobile|hotline|whatsapp|telefone' + '|тел(?:ефон)?|звоните';
+  'tel(?:ephone|efon|[ée]fono|[ée]phone)?|phone|call(?:\\s+us)?(?:\\s+(?:at|on))?|fax|mobile|hotline|whatsapp|telefone' +
+  '|тел(?:ефон)?|звоните' +
+  // Customer-service lines as vendors label them: it, pl, nl, sv, da/no, fi, cs, hu, el, tr, id/ms, vi, pt, es, ro, uk
+  '|numero\\s+verde|infolinia|klantenservice|kundservice|kundeservice|tlf\\.?|puh\\.?|asiakaspalvelu|zákaznick\\p{L}*\\s+link\\p{L}*' +
+  '|ügyfélszolgálat|τηλ\\.?|müşteri\\s+hizmetleri|layanan\\s+pelanggan|khidmat\\s+pelanggan|tổng\\s+đài(?:\\s+hỗ\\s+trợ)?|linha\\s+de\\s+apoio' +
+  '|sac|ouvidoria|atención\\s+al\\s+cliente|customer\\s+(?:service|care|support)|helpline|call\\s+cent(?:er|re)|servicio\\s+al\\s+cliente';
 const PHONE_LABELS_CJK =
-  '電話|电话|客服专线|客服專線|客服热线|客服熱線|服务热线|服務專線|客服|热线|熱線|手机|手機|カスタマーセンター|お問い合わせ|고객센터|전화';
+  '電話|电话|客服专线|客服專線|客服热线|客服熱線|服务热线|服務專線|客服|热线|熱線|手机|手機|カスタマーセンター|お問い合わせ|고객센터|전화' +
+  // Scripts without word boundaries in the matcher: Thai, Arabic, Hebrew, Devanagari customer-service labels
+  '|ศูนย์บริการลูกค้า|คอลเซ็นเตอร์|خدمة العملاء|اتصل على|שירות לקוחות|ग्राहक सेवा|हेल्पलाइन';
 const PHONE_VALUE = '\\s*[:：.]?\\s*\\(?\\+?\\d[\\d ().-]{3,24}\\d';
 
 const ADDRESS_WORD =
@@ -348,6 +381,8 @@ const MASKS: RegExp[] = [
   // Dates
   /(?<![\d.])(?:19|20)\d{2}\s?[-/.年]\s?(?:0?[1-9]|1[0-2])\s?[-/.月]\s?(?:0?[1-9]|[12]\d|3[01])日?(?![\d])/g,
   /(?<![\d.])\d{1,2}[-/.]\d{1,2}[-/.](?:\d{4}|\d{2})(?![\d])/g,
+  /(?<![\d.])\d{1,2}\.\s\d{1,2}\.\s(?:19|20)\d{2}(?!\d)/g,
+  /(?<![\d.])(?:19|20)\d{2}\.\s\d{1,2}\.\s\d{1,2}\.?(?!\d)/g,
   /(?<!\d)(?:19|20)\d{2}\s?年(?:\s?\d{1,2}\s?月(?:\s?\d{1,2}\s?日)?)?/g,
   /(?<!\d)\d{1,2}\s?月\s?\d{1,2}\s?日/g,
   /(?<!\d)(?:19|20)\d{2}\s?년(?:\s?\d{1,2}\s?월(?:\s?\d{1,2}\s?일)?)?/g,
@@ -388,6 +423,9 @@ const MASKS: RegExp[] = [
   // Labelled identifiers
   new RegExp(`(?<![\\p{L}])(?:${ID_LABELS_LATIN.join('|')})(?![\\p{L}])${ID_VALUE}`, 'giu'),
   new RegExp(`(?:${ID_LABELS_CJK.join('|')})${ID_VALUE}`, 'giu'),
+  // Whatever the language, a value labelled "<something> number" is an identifier (order, invoice, parcel,
+  // appointment, customer...): Kundennummer, afspraaknummer, numer przesyłki, número de cliente, номер заказа.
+  new RegExp(`(?<![\\p{L}])(?:${ID_NUMBER_LABEL})(?![\\p{L}])${ID_VALUE}`, 'giu'),
 ];
 
 function maskLine(line: string, hasKeyword: boolean): string {
@@ -435,6 +473,41 @@ const STRONG_LATIN = [
   'пароль',
   'одноразов\\p{L}*',
   'einmal(?:passwort|code|kennwort)',
+  // it
+  'codice',
+  'monouso',
+  // pt, es (beyond the above)
+  'c[óo]digo\\s+de\\s+(?:acesso|acceso|seguran[çc]a|seguridad|confirma[çc][ãa]o|confirmaci[óo]n)',
+  'clave\\s+de\\s+un\\s+solo\\s+uso',
+  'contraseña\\s+(?:de\\s+un\\s+solo\\s+uso|temporal)',
+  'senha\\s+(?:única|temporária|de\\s+uso\\s+único)',
+  // ro
+  'cod(?:ul|ului)?',
+  // vi
+  'mã\\s+(?:xác\\s+minh|xác\\s+nhận|xác\\s+thực|otp|bảo\\s+mật|kích\\s+hoạt|đăng\\s+nhập|truy\\s+cập)',
+  // tr
+  'tek\\s+kullanımlık(?:\\s+\\p{L}+)?',
+  '(?:doğrulama|onay|güvenlik|giriş|aktivasyon)\\s+kod\\p{L}*',
+  // pl, cs, sk, hu, ms, sv, da, no: the bare word "code" (compounds are COMPOUND below)
+  'kod(?:u|em|zie)?',
+  'kód(?:u|em|ot|ja|od|om)?',
+  'jednorazow\\p{L}*',
+  'jednorázov\\p{L}*',
+  'weryfikacyjn\\p{L}*',
+  'ověřovací',
+  'egyszer\\s+használatos',
+  'kertakäyttöi\\p{L}*',
+  'engangs\\p{L}*',
+  'engångs\\p{L}*',
+  // el
+  'κωδικ\\p{L}*',
+  // uk, ru
+  'одноразов\\p{L}*',
+  'перевірочн\\p{L}*',
+  'проверочн\\p{L}*',
+  // id, ms, tl
+  'kode',
+  'TAC',
 ];
 const WEAK_LATIN = [
   'verification',
@@ -465,6 +538,45 @@ const WEAK_LATIN = [
   'подтверждени\\p{L}*',
   'подтвердить',
   'вход\\p{L}*',
+  'verifica',
+  'conferma',
+  'accesso',
+  'xác\\s+minh',
+  'xác\\s+nhận',
+  'doğrulama',
+  'doğrula\\p{L}*',
+  'şifre\\p{L}*',
+  'weryfikacj\\p{L}*',
+  'potwierdz\\p{L}*',
+  'logowani\\p{L}*',
+  'verificatie',
+  'bevestig\\p{L}*',
+  'inloggen',
+  'verifiering',
+  'bekräfta',
+  'logga\\s+in',
+  'verifikasi',
+  'konfirmasi',
+  'pengesahan',
+  'verificare',
+  'confirmare',
+  'autentificare',
+  'ověření',
+  'potvrzen\\p{L}*',
+  'přihlášení',
+  'ellenőrz\\p{L}*',
+  'megerősít\\p{L}*',
+  'belépés\\p{L}*',
+  'vahvist\\p{L}*',
+  'kirjautu\\p{L}*',
+  'bekræft\\p{L}*',
+  'bekreft\\p{L}*',
+  'verifiser\\p{L}*',
+  'επαλήθευσ\\p{L}*',
+  'επιβεβαίωσ\\p{L}*',
+  'підтвердж\\p{L}*',
+  'вхід\\p{L}*',
+  'входу',
 ];
 const STRONG_CJK = [
   '验证码',
@@ -496,11 +608,63 @@ const STRONG_CJK = [
   '승인번호',
   '인증 ?번호',
   'OTP',
+  '激活码',
+  '激活碼',
+  '短信码',
+  '短信验证码',
+  '登录码',
+  '登入碼',
+  '动态口令',
+  '動態口令',
+  '一次性密碼',
+  '驗證代碼',
+  '验证代码',
+  '認證碼',
+  'ワンタイムコード',
+  'パスコード',
+  'ログインコード',
+  '認証キー',
+  '承認コード',
+  '인증코드',
+  '로그인 ?코드',
+  '일회용 ?비밀번호',
+  // Thai, Arabic, Hebrew, Devanagari: matched without word boundaries like CJK
+  'รหัสยืนยัน',
+  'รหัส ?OTP',
+  'รหัสผ่านแบบใช้ครั้งเดียว',
+  'รหัสผ่านครั้งเดียว',
+  'รหัสความปลอดภัย',
+  'รหัสเข้าสู่ระบบ',
+  'رمز التحقق',
+  'رمز التأكيد',
+  'رمز الأمان',
+  'رمز التفعيل',
+  'رمز الدخول',
+  'كود التحقق',
+  'كود التفعيل',
+  'كود التأكيد',
+  'كلمة المرور لمرة واحدة',
+  'كلمة مرور لمرة واحدة',
+  'קוד (?:ה)?אימות',
+  'קוד (?:ה)?אישור',
+  'קוד (?:ה)?כניסה',
+  'קוד חד[- ]פעמי',
+  'סיסמה חד[- ]פעמית',
+  'הסיסמה החד[- ]פעמית',
+  'סיסמא חד[- ]פעמית',
+  'सत्यापन कोड',
+  'पुष्टि कोड',
+  'पुष्टिकरण कोड',
+  'ओटीपी',
+  'वन टाइम पासवर्ड',
+  'लॉगिन कोड',
 ];
-const WEAK_CJK = ['验证', '驗證', '認証', '인증'];
+const WEAK_CJK = ['验证', '驗證', '認証', '인증', '確認', 'ยืนยัน', 'التحقق', 'אימות', 'सत्यापन'];
 
 // Compound words ending in code/код ("Bestätigungscode", "passcode", "Anmeldecode"); the prefix decides whether it is a decoy.
-const COMPOUND = '[\\p{L}]*(?:codes?|kode|код(?:а|ом)?)';
+const COMPOUND_TAIL = '(?:codes?|kode[nr]?|kod(?:en|u|un|unu|unuz|em|zie)?|koodi(?:a|si|n|t)?|kód(?:u|ot|ja|od|om|em)?|код(?:а|ом|у)?)';
+const COMPOUND = `[\\p{L}]*${COMPOUND_TAIL}`;
+const COMPOUND_TAIL_RE = new RegExp(`${COMPOUND_TAIL}$`, 'iu');
 
 const KEYWORD_RE = new RegExp(
   `(?<![\\p{L}\\p{N}])(?:${[...STRONG_LATIN, ...WEAK_LATIN].join('|')}|${COMPOUND})(?![\\p{L}\\p{N}])|${[...STRONG_CJK, ...WEAK_CJK].join('|')}`,
@@ -510,11 +674,44 @@ const KEYWORD_TEST = new RegExp(KEYWORD_RE.source, 'iu');
 const WEAK_RE = new RegExp(`^(?:${[...WEAK_LATIN, ...WEAK_CJK].join('|')})$`, 'iu');
 
 // "code" that names something else: promo/postal/source/error codes and friends.
-const NOT_A_CODE_PREFIX = /^(?:promo|rabatt|gutschein|aktions|discount|coupon|voucher|gift|post|zip|bar|qr|source|error|status|fehler|промо|штрих|индекс)/iu;
+const NOT_A_CODE_PREFIX =
+  /^(?:promo|rabat|gutschein|aktions|discount|coupon|kupon|voucher|gift|gave|present|lahja|alennus|korting|actie|cadeau|kado|kampanj|bonus|werbe|empfehl|einlad|sconto|regalo|referral|invite|post|zip|bar|qr|source|error|status|fehler|промо|штрих|индекс|скидоч|подароч|знижк)/iu;
 const NOT_A_CODE_BEFORE =
-  /(?<![\p{L}])(?:promo(?:tional)?|discount|coupon|voucher|gift|postal|post|zip|area|country|source|qr|bar|error|status|reference|referral|invite|invitation|tracking|dress|offer|sale|colou?r|html|auth(?:ori[sz]ation)?|approval|redeem|redemption|referencia|recovery|backup|vs)[\s-]*$/iu;
-const NOT_A_CODE_AFTER =
-  /^\s*(?:review|reviews|postal|promo|promocional|de\s+(?:descuento|réduction|promoción|promoção|desconto)|of\s+conduct|base|snippet|block|signing|has\s+been\s+used|was\s+(?:just\s+)?used|is\s+no\s+longer|expired)/iu;
+  /(?<![\p{L}])(?:promo(?:tional)?|discount|coupon|voucher|gift|postal|post|zip|area|country|source|qr|bar|error|status|reference|referral|invite|invitation|tracking|dress|offer|sale|colou?r|html|auth(?:ori[sz]ation)?|approval|redeem|redemption|referencia|recovery|backup|vs|indirim|kupon|promosyon|hediye|referans|kampanya|slevov\p{L}*|dárkov\p{L}*|kupón\p{L}*|rabat\p{L}*|booking|customer|product|airport)[\s-]*$/iu;
+const NOT_A_CODE_AFTER = new RegExp(
+  '^\\s*(?:review|reviews|postal|promo\\p{L}*|of\\s+conduct|base|snippet|block|signing|has\\s+been\\s+used|was\\s+(?:just\\s+)?used|is\\s+no\\s+longer|expired' +
+    // es/pt/fr/it/ro "code of <discount, gift, booking, customer...>"
+    '|d[eio]\\s+(?:descuento|réduction|promo\\p{L}*|desconto|reducere|reduceri|cup[óo]n|cupom|regalo|presente|cadeau|parrainage|reserva|réservation|prenotazione|rastreio|rastreamento|client\\p{L}*|produ\\p{L}*|poștal|invitaci[óo]n|convite|referid\\p{L}*|indicação)' +
+    '|sconto|promozional\\p{L}*|fiscale|postale|prenotazione|cliente|prodotto|articolo|regalo|coupon|voucher|rabatow\\p{L}*|promocyjn\\p{L}*|pocztow\\p{L}*|odbioru|kuponu|zniżkow\\p{L}*|polecając\\p{L}*' +
+    '|diskon|diskaun|kupon|referal|rujukan|baucar|κουπονιού|έκπτωσης|προσφοράς|δώρου|קופון|הנחה|הטבה|שובר|הקופון|الخصم|الكوبون|القسيمة|الإحالة|الترويج|الهدية|البريدي|ส่วนลด|คูปอง|โปรโมชั่น|कूपन|छूट|प्रोमो|रेफ़रल|скидк\\p{L}*|купон\\p{L}*|знижк\\p{L}*|подар\\p{L}*)',
+  'iu',
+);
+// Shopping vocabulary around a keyword makes it a coupon, gift-card or referral code, in any language ("Use code
+// SAVE20 at checkout", "Gift card number … PIN", "优惠券代码", "クーポンコード", "kod rabatowy", "كود الخصم").
+const PROMO_NEAR = new RegExp(
+  [
+    '(?<![\\p{L}])(?:checkout|discount|coupon|voucher|promo\\p{L}*|e?gift(?:\\s*card)?|referral|refer\\s+a\\s+friend|redeem\\p{L}*|rabatt?\\p{L}*|gutschein\\p{L}*',
+    'réduction|remise|parrainage|descuento|cup[óo]n|cupom|desconto|sconto|korting\\p{L}*|presentkort|gavekort|lahjakort\\p{L}*|alennus\\p{L}*',
+    'slev\\p{L}*|kupon\\p{L}*|kupong|kedvezmény\\p{L}*|reducere|reduceri|indirim\\p{L}*|kampanya|diskon|diskaun|potongan|baucar|giảm\\s+giá|khuyến\\s+mãi|ưu\\s+đãi',
+    'κουπόν\\p{L}*|έκπτωσ\\p{L}*|скидк\\p{L}*|промо\\p{L}*|купон\\p{L}*|подарочн\\p{L}*|знижк\\p{L}*|подарунков\\p{L}*)(?![\\p{L}])',
+    '优惠|優惠|折扣|礼品卡|禮品卡|礼券|禮券|兑换码|兌換碼|邀请码|邀請碼|推荐码|推薦碼|クーポン|割引|ギフト|招待コード|紹介コード|쿠폰|할인|기프트|상품권|추천인|초대 ?코드',
+    'ส่วนลด|คูปอง|โปรโมชั่น|خصم|كوبون|قسيمة|הנחה|קופון|שובר|छूट|कूपन',
+    // "20% off" (the percentage is masked by then)
+    `${MASK_CHAR}\\s?off(?![\\p{L}])`,
+  ].join('|'),
+  'iu',
+);
+// A meeting's passcode or PIN sits next to the meeting's own identifier: an invitation, not a verification.
+const MEETING_NEAR = new RegExp(
+  '(?<![\\p{L}])(?:meeting[- ](?:id|number|link)|webinar[- ]id|conference[- ]id|dial[- ]in|join\\s+(?:the\\s+)?meeting|besprechungs-?id|konferenz-?id|meeting-id' +
+    '|id\\s+(?:de\\s+)?(?:la\\s+)?(?:réunion|reunión|riunione|reunião|conferencia|conférence)|vergader-?id|id\\s+(?:spotkania|конференции|встречи|зустрічі)|toplantı\\s+kimliği)(?![\\p{L}])' +
+    '|ミーティングID|ミーティング ID|会议号|会议 ID|會議 ID|會議號|회의 ID',
+  'iu',
+);
+const PROMO_BEFORE = 60;
+const PROMO_AFTER = 40;
+// Code-like keywords (as opposed to "verify", "sign in"): the ones a NOT_A_CODE_BEFORE/AFTER label can turn into a decoy.
+const CODE_WORD = /cod|kod|kód|koodi|код|κωδικ|קוד|رمز|كود|รหัส|कोड|mã|clave|şifre|コード|码|碼|번호|코드/iu;
 
 interface Keyword {
   start: number;
@@ -532,14 +729,17 @@ function findKeywords(s: string): Keyword[] {
     // The bare word "Pin"/"pin" is a verb or a map pin; PIN as a code is written in capitals.
     if (lower === 'pin' && word !== 'PIN') continue;
     if (lower === 'tan' && word !== 'TAN') continue;
-    if (/(?:codes?|kode|код(?:а|ом)?)$/iu.test(word) && !/^(?:pass|pin|einmal|one)/iu.test(word)) {
-      const prefix = word.replace(/(?:codes?|kode|код(?:а|ом)?)$/iu, '');
+    if (lower === 'tac' && word !== 'TAC') continue;
+    if (COMPOUND_TAIL_RE.test(word) && !/^(?:pass|pin|einmal|one)/iu.test(word)) {
+      const prefix = word.replace(COMPOUND_TAIL_RE, '');
       if (prefix && NOT_A_CODE_PREFIX.test(prefix)) continue;
     }
-    if (/cod|код|コード|码|碼|번호|코드/iu.test(word)) {
+    if (CODE_WORD.test(word)) {
       if (NOT_A_CODE_BEFORE.test(s.slice(Math.max(0, start - 24), start))) continue;
       if (NOT_A_CODE_AFTER.test(s.slice(end, end + 30))) continue;
     }
+    const around = [s.slice(Math.max(0, start - PROMO_BEFORE), start), s.slice(end, end + PROMO_AFTER)];
+    if (around.some((t) => PROMO_NEAR.test(t) || MEETING_NEAR.test(t))) continue;
     out.push({ start, end, strong: !WEAK_RE.test(word) });
   }
   return out;
@@ -586,7 +786,7 @@ function candidates(s: string): Candidate[] {
   for (const m of s.matchAll(/[A-Za-z0-9]+(?:-[A-Za-z0-9]+)*/g)) {
     chunks.push({ parts: m[0].split('-'), start: m.index, end: m.index + m[0].length });
   }
-  const out: Candidate[] = [];
+  const out: Candidate[] = spacedCandidates(s);
   const isDigitChunk = (c: (typeof chunks)[number]) => c.parts.every((p) => /^\d+$/.test(p));
 
   let i = 0;
@@ -628,6 +828,30 @@ function candidates(s: string): Candidate[] {
   return out;
 }
 
+/**
+ * A code printed one character per table cell, or letter-spaced with real spaces ("6 0 4 9 1 7", "X 7 Q 2 M 9"):
+ * htmlToText puts a space between cells, so 4 to 8 single characters separated by single spaces are one code,
+ * returned joined. (One character per <span> needs nothing: inline tags vanish without a space.)
+ */
+function spacedCandidates(s: string): Candidate[] {
+  const out: Candidate[] = [];
+  for (const m of s.matchAll(/(?<![A-Za-z0-9])[A-Z0-9](?: [A-Z0-9]){3,7}(?![A-Za-z0-9])/g)) {
+    const start = m.index;
+    const end = start + m[0].length;
+    // A run glued to more single characters ("1 2 3 4 5 6 7 8 9") is a list or a keypad, not a code.
+    if (/(?:^|[^A-Za-z0-9])[A-Za-z0-9] $/.test(s.slice(Math.max(0, start - 3), start))) continue;
+    if (/^ [A-Za-z0-9](?:[^A-Za-z0-9]|$)/.test(s.slice(end, end + 3))) continue;
+    const code = m[0].replace(/ /g, '');
+    if (badNeighbours(s, start, end)) continue;
+    if (/^\d+$/.test(code)) out.push({ code, start, end, digits: true });
+    else {
+      const alnum = alnumCandidate(s, [code], start, end);
+      if (alnum) out.push(alnum);
+    }
+  }
+  return out;
+}
+
 function alnumCandidate(s: string, parts: string[], start: number, end: number): Candidate | null {
   if (parts.length > 2) return null;
   const flat = parts.join('');
@@ -644,7 +868,8 @@ function alnumCandidate(s: string, parts: string[], start: number, end: number):
 // Scoring
 
 const MAX_GAP = 80;
-const LABEL_BEFORE = /(?:[:：]|(?<![\p{L}])(?:is|are|was|ist|lautet|est|es|é|são|será|sind|это|—|-)|[是为為は])\s*["'“‘«「『【[(（]?\s*$/iu;
+const LABEL_BEFORE =
+  /(?:[:：]|(?<![\p{L}])(?:is|are|was|ist|lautet|est|es|é|è|são|será|sind|это|är|er|là|adalah|ialah|ay|este|είναι|jest|je|—|-)|[是为為は]|คือ|هو|הוא)\s*["'“‘«「『【[(（]?\s*$/iu;
 
 function lengthPoints(c: Candidate): number {
   const n = c.code.replace('-', '').length;

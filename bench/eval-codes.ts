@@ -1,0 +1,66 @@
+// Measures the verification-code extractor on the regression corpus (test/fixtures/code-corpus.ts, which the rules
+// were tuned on) and on the held-out set (test/fixtures/code-heldout.ts, which they never were), separately.
+// precision = correct codes / codes returned; recall = correct codes / messages with a code; a wrong code counts
+// against both. Run: npm run eval:codes
+import { type FoundCode, extractCode } from '../src/mail/codes.js';
+import { type CorpusMessage, corpus } from '../test/fixtures/code-corpus.js';
+import { heldout } from '../test/fixtures/code-heldout.js';
+
+export interface CodeScore {
+  messages: number;
+  withCode: number;
+  returned: number;
+  correct: number;
+  precision: number;
+  recall: number;
+  misses: string[];
+  falsePositives: string[];
+}
+
+export function scoreCodes(messages: CorpusMessage[], extract: (m: CorpusMessage) => FoundCode | null = defaultExtract): CodeScore {
+  let withCode = 0;
+  let returned = 0;
+  let correct = 0;
+  const misses: string[] = [];
+  const falsePositives: string[] = [];
+  for (const m of messages) {
+    const got = extract(m)?.code ?? null;
+    if (m.expected !== null) withCode++;
+    if (got !== null) returned++;
+    if (got !== null && got === m.expected) correct++;
+    if (m.expected !== null && got !== m.expected) misses.push(`${m.name}: expected ${m.expected}, got ${got ?? 'null'}`);
+    if (got !== null && got !== m.expected) falsePositives.push(`${m.name}: expected ${m.expected ?? 'null'}, got ${got}`);
+  }
+  return {
+    messages: messages.length,
+    withCode,
+    returned,
+    correct,
+    precision: returned ? correct / returned : 1,
+    recall: withCode ? correct / withCode : 1,
+    misses,
+    falsePositives,
+  };
+}
+
+function defaultExtract(m: CorpusMessage): FoundCode | null {
+  return extractCode({ subject: m.subject, text: m.text, html: m.html });
+}
+
+export function formatScore(s: CodeScore): string {
+  return `precision ${s.precision.toFixed(3)} (${s.correct}/${s.returned}), recall ${s.recall.toFixed(3)} (${s.correct}/${s.withCode})`;
+}
+
+function report(label: string, s: CodeScore): void {
+  console.log(`\n${label}: ${s.messages} messages, ${s.withCode} with a code — ${formatScore(s)}`);
+  console.log(`  misses (${s.misses.length}):`);
+  for (const line of s.misses) console.log(`    - ${line}`);
+  console.log(`  false positives / wrong codes (${s.falsePositives.length}):`);
+  for (const line of s.falsePositives) console.log(`    - ${line}`);
+}
+
+if (process.argv[1] && import.meta.url === new URL(`file://${process.argv[1]}`).href) {
+  report('regression corpus (test/fixtures/code-corpus.ts, tuned on)', scoreCodes(corpus));
+  report('held-out set (test/fixtures/code-heldout.ts, never tuned on)', scoreCodes(heldout));
+  console.log(`\n${new Date().toISOString().slice(0, 10)}`);
+}
