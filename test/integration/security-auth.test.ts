@@ -58,6 +58,17 @@ describe('state-changing GETs authenticated by the session cookie', () => {
     expect((await c.get('/api/user/self')).status).toBe(401);
   });
 
+  it("logout ends the cookie's session even when a bad Authorization header comes with it", async () => {
+    const c = await user('logout-noise');
+    // The same cookie, kept aside: the logout answer clears it from `c`.
+    const again = new HttpClient(t.url);
+    for (const [k, v] of c.cookies) again.cookies.set(k, v);
+    expect((await again.get('/api/user/self')).status).toBe(200);
+    const res = await c.get('/api/user/logout', { authorization: 'Bearer not-a-real-token' });
+    expect(res.status).toBe(200);
+    expect((await again.get('/api/user/self')).status).toBe(401);
+  });
+
   it('GET mail operations (empty a mailbox, send) from another site are 403 before anything runs', async () => {
     const c = await user('csrf-mail');
     for (const path of [
