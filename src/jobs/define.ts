@@ -48,16 +48,7 @@ export interface JobDefinition<N extends string = string, S extends z.ZodType = 
 /** Declares a job type: `defineJob<Result>()({ name, queue, payload })`. */
 export const defineJob =
   <R>() =>
-  <const N extends string, S extends z.ZodType>(def: {
-    name: N;
-    queue: QueueName;
-    payload: S;
-    options?: JobsOptions;
-    payloadIn?: Placement;
-    resultIn?: Placement;
-    reply?: 'events' | 'direct';
-    ownerConcurrency?: (config: Config) => number;
-  }) =>
+  <const N extends string, S extends z.ZodType>(def: Omit<JobDefinition<N, S, R>, '__result'>) =>
     def as JobDefinition<N, S, R>;
 
 /** A list of definitions as a record keyed by name, keeping each one's literal name and types. */
