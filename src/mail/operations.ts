@@ -136,7 +136,12 @@ export async function codeOp(p: Platform, job: z.output<typeof codePayload>): Pr
         for (const r of rows.map(store.toMessage)) {
           const found = extractCode({ subject: r.subject, text: r.text, html: r.html });
           if (found)
-            return { code: found.code, message: { id: r.id, mailbox, from: r.from, subject: r.subject, date: r.date }, when: r.date ? Date.parse(r.date) : 0 };
+            return {
+              code: found.code,
+              message: { id: r.id, mailbox, from: r.from, subject: r.subject, date: r.date },
+              found: { source: found.source, keyword: found.keyword },
+              when: r.date ? Date.parse(r.date) : 0,
+            };
         }
         return { code: null, message: null, when: -1 };
       };
@@ -146,7 +151,7 @@ export async function codeOp(p: Platform, job: z.output<typeof codePayload>): Pr
         const found = await scan(f.mailbox, f.path);
         if (found.code && (!best || found.when > best.when)) best = found;
       }
-      if (best) return { code: best.code, message: best.message };
+      if (best) return { code: best.code, message: best.message, found: best.found };
 
       const deadline = Date.now() + job.wait * 1000;
       while (Date.now() < deadline) {
@@ -156,7 +161,7 @@ export async function codeOp(p: Platform, job: z.output<typeof codePayload>): Pr
           if (uidNext <= next.get(f.path)!) continue;
           const found = await scan(f.mailbox, f.path, next.get(f.path)! - 1);
           next.set(f.path, uidNext);
-          if (found.code) return { code: found.code, message: found.message };
+          if (found.code) return { code: found.code, message: found.message, found: found.found };
         }
       }
       return { code: null, message: null };

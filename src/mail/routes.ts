@@ -258,7 +258,8 @@ export function mailRouter(p: Platform): ApiRouter {
     if (result) ctx.body = result;
   });
 
-  const code = z.object({ email: z.string(), code: z.string(), message: s.codeMessageView });
+  // msOauth2api's {email, code, message} as it was; `source` and `keyword` (where and why) are added beside it.
+  const code = z.object({ email: z.string(), code: z.string(), message: s.codeMessageView, ...s.codeFoundView.shape });
   const codeSummary = 'The verification code of the newest matching message in INBOX and Junk; wait up to 120 s for one';
   operation('/api/vendor-email/extract-code', codeSummary, s.codeParams, code, async (ctx) => {
     const { principal, req, account } = await prepare(ctx, s.codeParams);
@@ -272,7 +273,7 @@ export function mailRouter(p: Platform): ApiRouter {
     );
     if (!result) return;
     if (!result.code) throw notFound('No verification code found', { code: 'no_code' });
-    ctx.body = { email: account.email, code: result.code, message: result.message };
+    ctx.body = { email: account.email, code: result.code, message: result.message, source: result.found?.source, keyword: result.found?.keyword };
   });
 
   return router;

@@ -240,7 +240,11 @@ export const codeMessageView = z.object({
   subject: z.string(),
   date: z.string().nullable(),
 });
+/** Where the code was read: `source` is the part (`subject`, `text` or `html`), `keyword` the word that marked it. */
+export const codeFoundView = z.object({ source: z.enum(['subject', 'text', 'html']), keyword: z.string() });
 export interface CodeResult {
   code: string | null;
   message: z.infer<typeof codeMessageView> | null;
+  /** Present when `code` is. */
+  found?: z.infer<typeof codeFoundView>;
 }
