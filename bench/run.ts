@@ -507,7 +507,8 @@ function saveResults(): string {
   let commit = 'unknown';
   try {
     commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: ROOT, encoding: 'utf8' }).trim();
-    if (execFileSync('git', ['status', '--porcelain', '--', 'src', 'workers', 'bench', ':!bench/results'], { cwd: ROOT, encoding: 'utf8' }).trim()) commit += '+dirty';
+    if (execFileSync('git', ['status', '--porcelain', '--', 'src', 'workers', 'bench', ':!bench/results'], { cwd: ROOT, encoding: 'utf8' }).trim())
+      commit += '+dirty';
   } catch {
     // not a git checkout
   }
