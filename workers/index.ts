@@ -6,7 +6,7 @@ import { AppError, toAppError } from '../src/errors.js';
 import type { JobDefinition } from '../src/jobs/define.js';
 import { OwnerSlots } from '../src/jobs/fairness.js';
 import type { Processor, ProcessorMap } from '../src/jobs/processor.js';
-import { processorMaps } from '../src/jobs/processors.js';
+import { processorMaps, queueWarmUps } from '../src/jobs/processors.js';
 import { jobDefinitions } from '../src/jobs/registry.js';
 import {
   DELIVERED,
@@ -56,6 +56,7 @@ export interface WorkerSet {
 
 export async function startWorkers(p: Platform, queues: readonly QueueName[], maps: Record<string, ProcessorMap> = processorMaps): Promise<WorkerSet> {
   const table = buildProcessorTable(maps);
+  for (const queue of queues) await queueWarmUps[queue]?.();
   const slots = new OwnerSlots(p.redis, p.config.QUEUE_PREFIX, p.config.JOB_LOCK_MS);
   const used = new Set(Object.values(jobDefinitions as Record<string, JobDefinition>).map((d) => d.queue));
   const connection = createRedis(p.config.REDIS_URL, 'worker', 'worker');

@@ -2,7 +2,8 @@
 import os from 'node:os';
 import { contentProcessors } from '../content/processors.js';
 import { embeddingsProcessors } from '../embeddings/processors.js';
-import { mailProcessors } from '../mail/processors.js';
+import type { QueueName } from '../config.js';
+import { mailProcessors, warmUpMail } from '../mail/processors.js';
 import type { ProcessorMap } from './processor.js';
 
 const pong = async () => ({ worker: `${os.hostname()}:${process.pid}` });
@@ -14,4 +15,9 @@ export const processorMaps: Record<string, ProcessorMap> = {
   embeddings: embeddingsProcessors,
   mail: mailProcessors,
   jobs: pingProcessors,
+};
+
+/** Work a worker does once at start for a queue it consumes, before taking jobs (loading, compiling). */
+export const queueWarmUps: Partial<Record<QueueName, () => Promise<void>>> = {
+  mail: warmUpMail,
 };

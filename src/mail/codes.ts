@@ -933,6 +933,18 @@ function shortLineAround(s: string, start: number, end: number): string | null {
 
 /** Score of one candidate in one segment and the keyword it was tied to, or null when it may not be a code at all. */
 function scoreCandidate(s: string, c: Candidate, keywords: Keyword[], inSubject: boolean): { score: number; keyword: Keyword } | null {
+  // Keywords are sorted by position; only those within reach are looked at, so long mails stay linear.
+  const reach = MAX_GAP * 2.5;
+  let lo = 0;
+  let hi = keywords.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (keywords[mid]!.end < c.start - reach) lo = mid + 1;
+    else hi = mid;
+  }
+  // No keyword within reach: not a code, and none of the checks below need to run (most numbers
+  // of a long mail are like this; checking them all made a 64K text cost ~150 ms).
+  if (lo >= keywords.length || keywords[lo]!.start > c.end + reach) return null;
   const after = s.slice(c.end, c.end + 16);
   if (c.digits && UNIT_AFTER.test(after)) return null;
   if (/^\s?[ap]\.?m\.?(?![a-z])/i.test(after)) return null;
@@ -946,15 +958,6 @@ function scoreCandidate(s: string, c: Candidate, keywords: Keyword[], inSubject:
   const ownLine = line !== null && line.replace(/[\s"'“”‘’«»「」『』【】[\]()（）:：.。,，!！-]/g, '') === c.code.replace('-', '');
 
   let best: { gap: number; sameLine: boolean; before: boolean; strong: boolean; keyword: Keyword } | null = null;
-  // Keywords are sorted by position; only those within reach are looked at, so long mails stay linear.
-  const reach = MAX_GAP * 2.5;
-  let lo = 0;
-  let hi = keywords.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >> 1;
-    if (keywords[mid]!.end < c.start - reach) lo = mid + 1;
-    else hi = mid;
-  }
   for (let ki = lo; ki < keywords.length; ki++) {
     const k = keywords[ki]!;
     if (k.start > c.end + reach) break;

@@ -115,6 +115,11 @@ export async function sendOp(p: Platform, jobId: string, job: z.output<typeof se
   });
 }
 
+/** Runs the code extractor once, so its regular expressions are compiled before the first job (see warmUpMail). */
+export function warmUp(): void {
+  extractCode({ subject: 'Your code', text: 'Your verification code is 482913. Order 998877. 验证码 7351，5分钟内有效。', html: '<p>Code <b>1234</b></p>' });
+}
+
 /**
  * The code of the newest matching message in INBOX and Junk. With `wait`, keeps watching — IDLE
  * on INBOX, a look at Junk every two seconds — until a new message with a code arrives.
