@@ -531,6 +531,8 @@ describe('workers killed (SIGKILL) holding a mailbox or in the middle of a send'
   }, 90_000);
 
   it('a send killed after the SMTP server accepted it, before its record was written: the retry sends it again with the same Message-ID', async () => {
+    // The workers of earlier tests must not take this job: only w1 may run it.
+    await Promise.all(procs.splice(0).map((p) => p.stop('SIGKILL')));
     const w1 = await worker();
     const acct = await account(t);
     const subject = `killed before the record ${stamp}`;
@@ -573,6 +575,8 @@ describe('workers killed (SIGKILL) holding a mailbox or in the middle of a send'
   }, 90_000);
 
   it('a send killed after its record was written, before the job completed: the retry answers from the record and does not send again', async () => {
+    // The workers of earlier tests must not take this job: only w1 may run it.
+    await Promise.all(procs.splice(0).map((p) => p.stop('SIGKILL')));
     const w1 = await worker();
     const acct = await account(t);
     const subject = `killed after the record ${stamp}`;
