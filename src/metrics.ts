@@ -3,7 +3,7 @@ import crypto from 'node:crypto';
 import http from 'node:http';
 import client from 'prom-client';
 import type { Queue } from 'bullmq';
-import { withTimeout } from './redis.js';
+import { withTimeout } from './timeout.js';
 
 /** One registry per process: the API's, its in-process workers', or a worker process's. */
 export const registry = new client.Registry();

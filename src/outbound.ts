@@ -12,6 +12,7 @@
 // was checked, so a name that changes its answer between check and connect gains nothing).
 import dns from 'node:dns';
 import net, { BlockList, type LookupFunction } from 'node:net';
+import { withTimeout } from './timeout.js';
 
 /** What a connection may use: the checked address to connect to, and the name for TLS (SNI, certificate). */
 export interface Vetted {
@@ -218,28 +219,28 @@ export function splitAllowlist(text: string | undefined): string[] {
   return [...new Set(entries.filter(Boolean))];
 }
 
+/** An address or `address/prefix` (API key subnets, OUTBOUND_ALLOWLIST); null when it is neither. */
+export function parseCidr(cidr: string): { address: string; prefix: number; family: 'ipv4' | 'ipv6' } | null {
+  const [address = '', prefixText] = cidr.split('/');
+  const version = net.isIP(address);
+  if (!version) return null;
+  const max = version === 4 ? 32 : 128;
+  const prefix = prefixText === undefined ? max : Number(prefixText);
+  if (!Number.isInteger(prefix) || prefix < 0 || prefix > max || (prefixText !== undefined && !/^\d+$/.test(prefixText))) return null;
+  return { address, prefix, family: version === 4 ? 'ipv4' : 'ipv6' };
+}
+
 /** Why an OUTBOUND_ALLOWLIST entry is invalid (for src/config.ts), or undefined. */
 export function allowlistEntryProblem(entry: string): string | undefined {
-  const [addr = '', prefix, extra] = entry.split('/');
-  const family = net.isIP(addr);
-  if (prefix !== undefined || extra !== undefined) {
-    const max = family === 6 ? 128 : 32;
-    if (!family || extra !== undefined || !/^\d{1,3}$/.test(prefix ?? '') || Number(prefix) > max) {
-      return `"${entry}" is not a CIDR (address/prefix, prefix at most ${family === 6 ? 128 : 32})`;
-    }
-    return undefined;
+  if (entry.includes('/')) {
+    if (parseCidr(entry) && entry.split('/').length === 2) return undefined;
+    return `"${entry}" is not a CIDR (address/prefix, prefix at most ${net.isIP(entry.split('/')[0] ?? '') === 6 ? 128 : 32})`;
   }
-  if (family) return undefined;
+  if (net.isIP(entry)) return undefined;
   if (numericIpv4(entry.toLowerCase()) !== undefined) return `"${entry}" is not a dotted-decimal IPv4 address`;
   if (!HOSTNAME.test(entry.toLowerCase().replace(/\.$/, ''))) return `"${entry}" is not a host name, IP address or CIDR`;
   return undefined;
 }
-
-const withTimeout = <T>(work: Promise<T>, ms: number): Promise<T> =>
-  new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(Object.assign(new Error(`DNS lookup timed out after ${ms} ms`), { code: 'ETIMEOUT' })), ms);
-    work.then(resolve, reject).finally(() => clearTimeout(timer));
-  });
 
 /** The outbound policy for one OUTBOUND_ALLOWLIST. Get it with outboundPolicy(config.OUTBOUND_ALLOWLIST). */
 export class OutboundPolicy {
@@ -250,11 +251,9 @@ export class OutboundPolicy {
     for (const entry of allowlist) {
       const problem = allowlistEntryProblem(entry);
       if (problem) throw new Error(`OUTBOUND_ALLOWLIST: ${problem}`);
-      const [addr = '', prefix] = entry.split('/');
-      const family = net.isIP(addr);
-      if (!family) this.names.add(entry.toLowerCase().replace(/\.$/, ''));
-      else if (prefix !== undefined) this.nets.addSubnet(addr, Number(prefix), family === 6 ? 'ipv6' : 'ipv4');
-      else this.nets.addAddress(addr, family === 6 ? 'ipv6' : 'ipv4');
+      const cidr = parseCidr(entry);
+      if (!cidr) this.names.add(entry.toLowerCase().replace(/\.$/, ''));
+      else this.nets.addSubnet(cidr.address, cidr.prefix, cidr.family);
     }
   }
 
@@ -302,7 +301,7 @@ export class OutboundPolicy {
   /**
    * The connect-time check: resolves the host and vets every address it resolves to. Connect to
    * the answer's `address` with `servername` for TLS. Throws OutboundRefusedError, or the DNS
-   * error (code ENOTFOUND, EAI_AGAIN, ETIMEOUT, ...).
+   * error (code ENOTFOUND, EAI_AGAIN, ETIMEDOUT, ...).
    */
   async resolve(host: string, timeoutMs = 10_000): Promise<Vetted> {
     return (await this.resolveAll(host, timeoutMs))[0]!;
@@ -311,7 +310,7 @@ export class OutboundPolicy {
   async resolveAll(host: string, timeoutMs = 10_000): Promise<Vetted[]> {
     const pre = this.precheck(host);
     if ('vetted' in pre) return [pre.vetted];
-    const answer = await withTimeout(dns.promises.lookup(pre.resolve, { all: true, verbatim: true }), timeoutMs);
+    const answer = await withTimeout(dns.promises.lookup(pre.resolve, { all: true, verbatim: true }), timeoutMs, `DNS lookup timed out after ${timeoutMs} ms`);
     return this.vetAnswer(host, pre, answer);
   }
 

@@ -2,7 +2,8 @@
 import { ConfigError, parseConfig, type Config } from './config.js';
 import { createLogger, type Logger } from './log.js';
 import { createPlatform, type Platform, type PlatformOptions } from './platform.js';
-import { ensureRedis, RedisUnavailableError, withTimeout, type RedisHandle } from './redis.js';
+import { ensureRedis, RedisUnavailableError, type RedisHandle } from './redis.js';
+import { withTimeout } from './timeout.js';
 
 export interface Running {
   /** Stops taking new work and finishes what is in flight, within the time given. */

@@ -6,6 +6,7 @@ import path from 'node:path';
 import { Redis, type RedisOptions } from 'ioredis';
 import type { Config } from './config.js';
 import type { Logger } from './log.js';
+import { withTimeout } from './timeout.js';
 
 export type { Redis };
 
@@ -40,16 +41,6 @@ export async function redisReady(client: Redis, timeoutMs = 1_500): Promise<bool
   } catch {
     return false;
   }
-}
-
-export function withTimeout<T>(p: Promise<T>, ms: number, message = `timed out after ${ms} ms`): Promise<T> {
-  let timer: NodeJS.Timeout;
-  return Promise.race([
-    p,
-    new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(Object.assign(new Error(message), { code: 'ETIMEDOUT' })), ms);
-    }),
-  ]).finally(() => clearTimeout(timer));
 }
 
 function pingRaw(host: string, port: number, timeoutMs: number): Promise<boolean> {

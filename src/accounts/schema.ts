@@ -1,6 +1,6 @@
 // Request schemas and row shapes of accounts (users, tokens, redemption codes), one-api compatible.
-import net from 'node:net';
 import { z } from 'zod';
+import { parseCidr } from '../outbound.js';
 
 export const ROLE = { common: 1, admin: 10, root: 100 } as const;
 export const USER_STATUS = { enabled: 1, disabled: 2 } as const;
@@ -85,16 +85,6 @@ const subnetList = z
     }
     return list.length ? list.join(',') : null;
   });
-
-export function parseCidr(cidr: string): { address: string; prefix: number; family: 'ipv4' | 'ipv6' } | null {
-  const [address = '', prefixText] = cidr.split('/');
-  const version = net.isIP(address);
-  if (!version) return null;
-  const max = version === 4 ? 32 : 128;
-  const prefix = prefixText === undefined ? max : Number(prefixText);
-  if (!Number.isInteger(prefix) || prefix < 0 || prefix > max || (prefixText !== undefined && !/^\d+$/.test(prefixText))) return null;
-  return { address, prefix, family: version === 4 ? 'ipv4' : 'ipv6' };
-}
 
 /** -1 = never; 0 or omitted also mean never (one-api). */
 const expiredTime = z

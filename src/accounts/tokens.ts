@@ -2,7 +2,8 @@
 import net from 'node:net';
 import { randomAlnum, sha256Hex } from '../secrets.js';
 import type { TokenRow, TokenView } from './schema.js';
-import { TOKEN_STATUS, parseCidr } from './schema.js';
+import { parseCidr } from '../outbound.js';
+import { TOKEN_STATUS } from './schema.js';
 
 /** `sk-` + 48 letters and digits; only its SHA-256 is stored. */
 export function generateApiKey(): { key: string; hash: string; hint: string } {

@@ -4,7 +4,8 @@ import type { Platform } from '../platform.js';
 import { ApiRouter } from './route.js';
 import { unauthorized } from '../errors.js';
 import { metricsAuthorized, registry } from '../metrics.js';
-import { redisReady, withTimeout } from '../redis.js';
+import { redisReady } from '../redis.js';
+import { withTimeout } from '../timeout.js';
 
 export function healthRouter(p: Platform): ApiRouter {
   const router = new ApiRouter('Operations');

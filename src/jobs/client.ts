@@ -8,7 +8,8 @@ import type { Db } from '../db.js';
 import { AppError, serviceUnavailable, toAppError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Redis } from '../redis.js';
-import { createRedis, withTimeout } from '../redis.js';
+import { createRedis } from '../redis.js';
+import { withTimeout } from '../timeout.js';
 import type { JobDefinition } from './define.js';
 import { jobDefinitions, type JobName, type PayloadOf, type ResultOf } from './registry.js';
 import {

@@ -65,7 +65,7 @@ export async function mailTarget(p: Platform, field: 'imap.host' | 'smtp.host', 
     if (err instanceof OutboundRefusedError) {
       throw new AppError(400, `${field}: "${host}" is refused by the outbound policy (${err.reason})`, { code: 'outbound_refused', retriable: false });
     }
-    if ((err as { code?: string }).code === 'ETIMEOUT') {
+    if ((err as { code?: string }).code === 'ETIMEDOUT') {
       throw new AppError(504, `The ${field} "${host}" did not resolve in time`, { code: 'mail_timeout', retriable: true });
     }
     throw new AppError(502, `Could not resolve the ${field} "${host}"`, { code: 'mail_unreachable', retriable: true });
