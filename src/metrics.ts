@@ -1,8 +1,8 @@
 // Prometheus metrics: HTTP latency by route, queue depth by state, job durations and failures, process stats.
-import crypto from 'node:crypto';
 import http from 'node:http';
 import client from 'prom-client';
 import type { Queue } from 'bullmq';
+import { safeEqual, sha256Hex } from './secrets.js';
 import { withTimeout } from './timeout.js';
 
 /** One registry per process: the API's, its in-process workers', or a worker process's. */
@@ -86,9 +86,8 @@ export function observeHttp(method: string, route: string, status: number, secon
 export function metricsAuthorized(header: string | undefined, token: string | undefined): boolean {
   if (!token) return true;
   const presented = /^Bearer\s+(.+)$/i.exec(header?.trim() ?? '')?.[1] ?? '';
-  const a = crypto.createHash('sha256').update(presented).digest();
-  const b = crypto.createHash('sha256').update(token).digest();
-  return crypto.timingSafeEqual(a, b);
+  // Hashed first, so the comparison takes the same time whatever the presented length.
+  return safeEqual(sha256Hex(presented), sha256Hex(token));
 }
 
 export function serveMetrics(port: number, host: string, token?: string): http.Server {
