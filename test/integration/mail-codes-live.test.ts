@@ -7,6 +7,7 @@ import iconv from 'iconv-lite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { extractCode, htmlToText } from '../../src/mail/codes.js';
 import { buildMessage, startDovecot, type DovecotServer } from '../helpers/dovecot.js';
+import { addPasswordAccount } from '../helpers/mail-accounts.js';
 import { HttpClient } from '../helpers/http.js';
 import { startTestApp, type TestApp } from '../helpers/services.js';
 
@@ -18,15 +19,7 @@ let n = 0;
 const address = (label: string) => `${label}-${Date.now()}-${++n}@example.test`;
 
 async function passwordAccount(label: string) {
-  const email = address(label);
-  await dovecot.addUser(email, 'imap-password');
-  const res = await me.post('/api/mail/accounts', {
-    email,
-    auth: { type: 'password', password: 'imap-password' },
-    imap: { host: dovecot.host, port: dovecot.port, secure: false },
-  });
-  expect(res.status, res.text).toBe(201);
-  return email;
+  return (await addPasswordAccount(me, dovecot, address(label))).email;
 }
 
 beforeAll(async () => {

@@ -7,6 +7,7 @@ import { processorMaps } from '../../src/jobs/processors.js';
 import { HttpClient } from '../helpers/http.js';
 import { startTestApp, type TestApp } from '../helpers/services.js';
 import { buildMessage, startDovecot, type DovecotServer } from '../helpers/dovecot.js';
+import { addPasswordAccount } from '../helpers/mail-accounts.js';
 import { FakeMicrosoftOAuth } from '../helpers/oauth.js';
 import { startSmtp, type SmtpTestServer } from '../helpers/smtp.js';
 
@@ -25,16 +26,7 @@ const mail = (to: string, subject: string, body: { text?: string; html?: string;
   buildMessage({ from: body.from ?? 'Sender Name <sender@service.example>', to, subject, text: body.text, html: body.html, date: body.date });
 
 async function passwordAccount(label = 'pw') {
-  const email = address(label);
-  await dovecot.addUser(email, 'imap-password');
-  const res = await me.post('/api/mail/accounts', {
-    email,
-    auth: { type: 'password', password: 'imap-password' },
-    imap: { host: dovecot.host, port: dovecot.port, secure: false },
-    smtp: { host: smtp.host, port: smtp.port, secure: false },
-  });
-  expect(res.status, res.text).toBe(201);
-  return email;
+  return (await addPasswordAccount(me, dovecot, address(label), smtp)).email;
 }
 
 async function oauthAccount(label = 'oa', opts: { rotate?: boolean } = {}) {

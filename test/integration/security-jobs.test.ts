@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { embedLocalHash } from '../../src/embeddings/local-hash.js';
 import { float32ToBase64, MAX_FLOATS_PER_REQUEST } from '../../src/embeddings/schema.js';
 import { buildMessage, startDovecot, type DovecotServer } from '../helpers/dovecot.js';
+import { addPasswordAccount } from '../helpers/mail-accounts.js';
 import { HttpClient } from '../helpers/http.js';
 import { freePort, PrivateRedis } from '../helpers/redis-server.js';
 import { startTestApp, type TestApp } from '../helpers/services.js';
@@ -50,16 +51,7 @@ describe('one app: the embeddings bound, mail jobs, payload clean-up', () => {
   const senders = ['private', 'unreachable', 'removed'].map(address);
 
   async function account(label: string, smtpPort = smtp.port) {
-    const email = address(label);
-    await dovecot.addUser(email, 'imap-password');
-    const res = await me.post('/api/mail/accounts', {
-      email,
-      auth: { type: 'password', password: 'imap-password' },
-      imap: { host: dovecot.host, port: dovecot.port, secure: false },
-      smtp: { host: '127.0.0.1', port: smtpPort, secure: false },
-    });
-    expect(res.status, res.text).toBe(201);
-    return { email, id: res.body.id as number };
+    return addPasswordAccount(me, dovecot, address(label), { host: '127.0.0.1', port: smtpPort });
   }
 
   beforeAll(async () => {

@@ -2,6 +2,7 @@
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildMessage, type DovecotServer, startDovecot } from '../helpers/dovecot.js';
+import { addPasswordAccount } from '../helpers/mail-accounts.js';
 import { HttpClient } from '../helpers/http.js';
 import { startTestApp, type TestApp } from '../helpers/services.js';
 
@@ -13,15 +14,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function account(label: string): Promise<string> {
   const email = `${label}-${Date.now()}-${++n}@example.test`;
-  await dovecot.addUser(email, 'imap-password');
-  const res = await me.post('/api/mail/accounts', {
-    email,
-    auth: { type: 'password', password: 'imap-password' },
-    imap: { host: dovecot.host, port: dovecot.port, secure: false },
-    smtp: { host: dovecot.host, port: 25, secure: false },
-  });
-  expect(res.status, res.text).toBe(201);
-  return email;
+  return (await addPasswordAccount(me, dovecot, email, { host: dovecot.host, port: 25 })).email;
 }
 
 beforeAll(async () => {
