@@ -8,7 +8,11 @@ export interface UpstreamCall {
   body: { model: string; input: string[] | string; encoding_format?: string; dimensions?: number };
 }
 
-export type Behaviour = { kind: 'ok'; reportUsage?: boolean } | { kind: 'status'; status: number; retryAfter?: string; message?: string } | { kind: 'hang' };
+export type Behaviour =
+  | { kind: 'ok'; reportUsage?: boolean }
+  /** An error status (with extra headers); after `times` answers (if given) it answers ok again. */
+  | { kind: 'status'; status: number; retryAfter?: string; message?: string; headers?: Record<string, string>; times?: number }
+  | { kind: 'hang' };
 
 /** Vectors that depend only on the text, so tests can check which input landed where. */
 export function fakeVector(text: string, dims = 4): number[] {
@@ -34,6 +38,8 @@ export class FakeOpenAI {
         if (b.kind === 'status') {
           const headers: Record<string, string> = { 'content-type': 'application/json' };
           if (b.retryAfter) headers['retry-after'] = b.retryAfter;
+          Object.assign(headers, b.headers);
+          if (b.times !== undefined && --b.times <= 0) this.behaviour = { kind: 'ok', reportUsage: true };
           res.writeHead(b.status, headers);
           res.end(JSON.stringify({ error: { message: b.message ?? `fake upstream says ${b.status}`, type: 'fake', code: null } }));
           return;

@@ -1,7 +1,5 @@
 // README claims about the embeddings gateway that no other test checked (issue 11): coalescing, cool-downs,
 // auto-disable on 403, timeouts, and what a call is charged. Real Postgres and Redis; fake upstreams on loopback.
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { countTokens } from 'gpt-tokenizer/encoding/cl100k_base';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { embedLocalHash } from '../../src/embeddings/local-hash.js';
@@ -12,43 +10,6 @@ import { startTestApp, type TestApp } from '../helpers/services.js';
 import { spawnEntry, type Spawned } from '../helpers/spawn.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-/** An upstream that answers 429 with exactly the headers given, for `times` calls, then OpenAI-style vectors. */
-class RateLimitingUpstream {
-  calls = 0;
-  rateLimits = 0;
-  limitedHeaders: Record<string, string> = {};
-  private server?: http.Server;
-  url = '';
-
-  async start(): Promise<this> {
-    this.server = http.createServer((req, res) => {
-      let raw = '';
-      req.on('data', (c) => (raw += c));
-      req.on('end', () => {
-        this.calls++;
-        if (this.rateLimits > 0) {
-          this.rateLimits--;
-          res.writeHead(429, { 'content-type': 'application/json', ...this.limitedHeaders });
-          res.end(JSON.stringify({ error: { message: 'slow down', type: 'rate_limit', code: null } }));
-          return;
-        }
-        const body = JSON.parse(raw || '{}');
-        const inputs: string[] = Array.isArray(body.input) ? body.input : [body.input];
-        res.writeHead(200, { 'content-type': 'application/json' });
-        res.end(JSON.stringify({ object: 'list', data: inputs.map((_, index) => ({ object: 'embedding', index, embedding: [0.5, 0.5] })), model: body.model }));
-      });
-    });
-    await new Promise<void>((r) => this.server!.listen(0, '127.0.0.1', () => r()));
-    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
-    return this;
-  }
-
-  async stop(): Promise<void> {
-    this.server?.closeAllConnections();
-    await new Promise((r) => this.server?.close(r));
-  }
-}
 
 async function addChannel(app: TestApp, body: Record<string, unknown>): Promise<number> {
   const res = await app.root.post('/api/channel/', { type: 'openai', key: 'sk-upstream-secret-AAAA', priority: 0, weight: 1, ...body });
@@ -71,12 +32,12 @@ async function payer(app: TestApp, username: string, quota: number) {
 let t: TestApp;
 let upA: FakeOpenAI;
 let upB: FakeOpenAI;
-let limiter: RateLimitingUpstream;
+let limiter: FakeOpenAI;
 
 beforeAll(async () => {
   upA = await new FakeOpenAI().start();
   upB = await new FakeOpenAI().start();
-  limiter = await new RateLimitingUpstream().start();
+  limiter = await new FakeOpenAI().start();
   t = await startTestApp({ env: { UPSTREAM_TIMEOUT_MS: '400', EMBEDDINGS_MAX_IN_FLIGHT: '2' } });
 });
 afterAll(async () => {
@@ -117,36 +78,34 @@ describe('rate-limited channels (429)', () => {
     const { v1 } = await payer(t, 'ms-waiter', 1_000_000);
     await addChannel(t, { name: 'ms-limited', base_url: limiter.url, models: 'ms-model', priority: 10, price: 1 });
     await addChannel(t, { name: 'ms-spare', base_url: upB.url, models: 'ms-model', priority: 1, price: 1 });
-    limiter.calls = 0;
-    limiter.rateLimits = 1;
-    limiter.limitedHeaders = { 'retry-after-ms': '1500' };
+    limiter.calls.length = 0;
+    limiter.behaviour = { kind: 'status', status: 429, message: 'slow down', headers: { 'retry-after-ms': '1500' }, times: 1 };
     expect((await v1.post('/v1/embeddings', { model: 'ms-model', input: 'one' })).status).toBe(200);
-    expect([limiter.calls, upB.calls.length]).toEqual([1, 1]);
+    expect([limiter.calls.length, upB.calls.length]).toEqual([1, 1]);
     // Set aside: the next call goes straight to the spare.
     expect((await v1.post('/v1/embeddings', { model: 'ms-model', input: 'two' })).status).toBe(200);
-    expect([limiter.calls, upB.calls.length]).toEqual([1, 2]);
+    expect([limiter.calls.length, upB.calls.length]).toEqual([1, 2]);
     // Past 1.5 s (well before 5 s) the channel is tried again.
     await sleep(2_000);
     expect((await v1.post('/v1/embeddings', { model: 'ms-model', input: 'three' })).status).toBe(200);
-    expect([limiter.calls, upB.calls.length]).toEqual([2, 2]);
+    expect([limiter.calls.length, upB.calls.length]).toEqual([2, 2]);
   });
 
   it('without Retry-After or retry-after-ms, the channel is set aside for 5 s: still skipped after 3 s, used again after 5.5 s', async () => {
     const { v1 } = await payer(t, 'default-waiter', 1_000_000);
     await addChannel(t, { name: 'default-limited', base_url: limiter.url, models: 'default-model', priority: 10, price: 1 });
     await addChannel(t, { name: 'default-spare', base_url: upB.url, models: 'default-model', priority: 1, price: 1 });
-    limiter.calls = 0;
-    limiter.rateLimits = 1;
-    limiter.limitedHeaders = {};
+    limiter.calls.length = 0;
+    limiter.behaviour = { kind: 'status', status: 429, message: 'slow down', times: 1 };
     expect((await v1.post('/v1/embeddings', { model: 'default-model', input: 'one' })).status).toBe(200);
     const limitedAt = Date.now();
-    expect([limiter.calls, upB.calls.length]).toEqual([1, 1]);
+    expect([limiter.calls.length, upB.calls.length]).toEqual([1, 1]);
     await sleep(3_000);
     expect((await v1.post('/v1/embeddings', { model: 'default-model', input: 'two' })).status).toBe(200);
-    expect([limiter.calls, upB.calls.length]).toEqual([1, 2]);
+    expect([limiter.calls.length, upB.calls.length]).toEqual([1, 2]);
     await sleep(Math.max(0, limitedAt + 5_500 - Date.now()));
     expect((await v1.post('/v1/embeddings', { model: 'default-model', input: 'three' })).status).toBe(200);
-    expect([limiter.calls, upB.calls.length]).toEqual([2, 2]);
+    expect([limiter.calls.length, upB.calls.length]).toEqual([2, 2]);
   });
 });
 
