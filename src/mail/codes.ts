@@ -174,12 +174,19 @@ const CLOSE_TAG: Record<string, RegExp> = {};
 
 /** HTML to plain text for code search: drops <style>/<script>/<head>, comments, tags and attributes (so CSS colours and inline styles never reach the matcher), decodes entities, keeps <img alt> text, turns block elements into line breaks, collapses whitespace. */
 export function htmlToText(html: string): string {
+  return drain(htmlToTextSteps(html, Number.POSITIVE_INFINITY));
+}
+
+/** htmlToText in steps (see Steps); stops once `limit` characters of text are made, since the scan reads no further. */
+function* htmlToTextSteps(html: string, limit: number): Steps<string> {
   // A single forward scan with indexOf, not regexes over the whole document: unclosed tags and comments in
   // malformed mail would otherwise make this quadratic.
   const out: string[] = [];
   const n = html.length;
   let i = 0;
+  let tags = 0;
   while (i < n) {
+    if ((++tags & 511) === 0) yield;
     const lt = html.indexOf('<', i);
     if (lt === -1) {
       out.push(html.slice(i).replace(/\s+/g, ' '));
@@ -221,7 +228,23 @@ export function htmlToText(html: string): string {
     else if (name === 'td' || name === 'th') out.push(' ');
     // Inline tags vanish without a space so that <span>4</span><span>8</span> stays "48".
   }
-  return tidy(decodeEntities(out.join('')).replace(INVISIBLE, ''));
+  // Entities and tidying in pieces cut at line breaks: no entity spans one, and tidy works line by line, so
+  // the pieces give the same text as the whole would.
+  const raw = out.join('');
+  const pieces: string[] = [];
+  let made = 0;
+  for (let at = 0; at < raw.length && made < limit; ) {
+    let end = raw.indexOf('\n', at + 8_192);
+    if (end === -1) end = raw.length;
+    const piece = tidy(decodeEntities(raw.slice(at, end)).replace(INVISIBLE, ''));
+    if (piece) {
+      pieces.push(piece);
+      made += piece.length + 1;
+    }
+    at = end + 1;
+    yield;
+  }
+  return pieces.join('\n');
 }
 
 /** Collapses horizontal whitespace, trims lines and drops empty ones, so that "adjacent line" means adjacent text. */
@@ -1002,38 +1025,124 @@ const MIN_SCORE = 35;
 const MAX_SCORE = 110;
 
 /**
- * How much of a message is scanned: codes sit near the top, and scanning keyword-dense text costs
- * ~0.4 ms per 1K characters, so the text's first 64K characters (~25 ms at worst, measured; ~60 ms
- * for a mail with both parts) and
- * the HTML's first 256 KB, rendered to text and cut the same way. 16K would halve that but misses
- * a code at the end of a 100 KB HTML mail (test/unit/mail-codes.test.ts).
+ * How much of a message is scanned: codes sit near the top, so the text's first 64K characters and the HTML's
+ * first 256 KB, rendered to text and cut the same way. 16K would be cheaper but misses a code at the end of a
+ * 100 KB HTML mail (test/unit/mail-codes.test.ts).
  */
 export const MAX_SCANNED_TEXT = 65_536;
 const MAX_SCANNED_HTML = 262_144;
 
-/** The most likely verification code in a message, or null. */
-export function extractCode(msg: CodeSource): FoundCode | null {
+// ---------------------------------------------------------------------------------------------------------------
+// Scanning in steps
+//
+// Keyword-dense text costs ~0.4 ms per 1K characters to scan, so a whole 64K text part is ~25 ms and a mail
+// with both parts ~60 ms: too long to hold a worker's event loop (IMAP IDLE, lock renewals, other jobs).
+// The scan is written as a generator that yields between small slices of work — a window of text, 512 HTML
+// tags — and extractCodeAsync gives the event loop a turn whenever SLICE_MS of work has run.
+
+/** Work that yields between slices and returns T at the end. */
+type Steps<T> = Generator<void, T, void>;
+
+function drain<T>(steps: Steps<T>): T {
+  for (;;) {
+    const r = steps.next();
+    if (r.done) return r.value;
+  }
+}
+
+/** How long the scan may run before it lets other callbacks in. */
+const SLICE_MS = 3;
+
+async function drainYielding<T>(steps: Steps<T>): Promise<T> {
+  let since = performance.now();
+  for (;;) {
+    const r = steps.next();
+    if (r.done) return r.value;
+    if (performance.now() - since >= SLICE_MS) {
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      since = performance.now();
+    }
+  }
+}
+
+// A window is scanned with CONTEXT characters of its neighbours on each side (whole lines where they are short),
+// and only the candidates that start inside it are counted: every rule looks at most MAX_GAP * 2.5 = 200
+// characters away from a candidate, so a code and its keyword on either side of a window's edge are still paired.
+const WINDOW = 4_096;
+const CONTEXT = 384;
+
+interface Window {
+  /** The window with its context. */
+  text: string;
+  /** Where the window itself starts and ends in `text`. */
+  from: number;
+  to: number;
+}
+
+function lineStart(s: string, at: number): number {
+  if (at <= 0) return 0;
+  const nl = s.lastIndexOf('\n', at);
+  return nl === -1 || nl < at - CONTEXT ? at : nl + 1;
+}
+
+function lineEnd(s: string, at: number): number {
+  if (at >= s.length) return s.length;
+  const nl = s.indexOf('\n', at);
+  return nl === -1 || nl > at + CONTEXT ? at : nl;
+}
+
+function* windowsOf(s: string): Generator<Window> {
+  if (s.length <= WINDOW + CONTEXT) {
+    yield { text: s, from: 0, to: s.length };
+    return;
+  }
+  for (let start = 0; start < s.length; ) {
+    // Windows end at a line break where there is one near, so a line is rarely split.
+    const end = Math.min(s.length, lineEnd(s, start + WINDOW));
+    const ctxStart = start === 0 ? 0 : lineStart(s, start - CONTEXT);
+    const ctxEnd = Math.min(s.length, lineEnd(s, end + CONTEXT));
+    yield { text: s.slice(ctxStart, ctxEnd), from: start - ctxStart, to: end - ctxStart };
+    start = end;
+  }
+}
+
+type Found = Map<string, { score: number; seen: number; source: CodeFoundIn; keyword: string }>;
+
+function scanWindow(w: Window, source: CodeFoundIn, found: Found): void {
+  const masked = mask(w.text);
+  const keywords = findKeywords(masked);
+  if (keywords.length === 0) return;
+  for (const c of candidates(masked)) {
+    if (c.start < w.from || c.start >= w.to) continue;
+    const scored = scoreCandidate(masked, c, keywords, source === 'subject');
+    if (scored === null) continue;
+    // Masks keep every offset, so the keyword's span in the unmasked text is the keyword as printed.
+    const at = { score: scored.score, source, keyword: w.text.slice(scored.keyword.start, scored.keyword.end) };
+    const prev = found.get(c.code);
+    if (prev) {
+      // On a tie, html: a message without a text part still has a text (mailparser renders it from the HTML).
+      if (at.score > prev.score || (at.score === prev.score && at.source === 'html')) Object.assign(prev, at);
+      prev.seen++;
+    } else found.set(c.code, { ...at, seen: 1 });
+  }
+}
+
+function* extractSteps(msg: CodeSource): Steps<FoundCode | null> {
   const segments: { text: string; source: CodeFoundIn }[] = [];
   if (msg.subject) segments.push({ text: tidy(normalise(msg.subject.slice(0, MAX_SCANNED_TEXT))), source: 'subject' });
   if (msg.text) segments.push({ text: tidy(normalise(msg.text.slice(0, MAX_SCANNED_TEXT))), source: 'text' });
-  if (msg.html) segments.push({ text: normalise(htmlToText(msg.html.slice(0, MAX_SCANNED_HTML)).slice(0, MAX_SCANNED_TEXT)), source: 'html' });
+  yield;
+  if (msg.html) {
+    const text = yield* htmlToTextSteps(msg.html.slice(0, MAX_SCANNED_HTML), MAX_SCANNED_TEXT);
+    segments.push({ text: normalise(text.slice(0, MAX_SCANNED_TEXT)), source: 'html' });
+    yield;
+  }
 
-  const found = new Map<string, { score: number; seen: number; source: CodeFoundIn; keyword: string }>();
+  const found: Found = new Map();
   for (const seg of segments) {
-    const masked = mask(seg.text);
-    const keywords = findKeywords(masked);
-    if (keywords.length === 0) continue;
-    for (const c of candidates(masked)) {
-      const scored = scoreCandidate(masked, c, keywords, seg.source === 'subject');
-      if (scored === null) continue;
-      // Masks keep every offset, so the keyword's span in the unmasked segment is the keyword as printed.
-      const at = { score: scored.score, source: seg.source, keyword: seg.text.slice(scored.keyword.start, scored.keyword.end) };
-      const prev = found.get(c.code);
-      if (prev) {
-        // On a tie, html: a message without a text part still has a text (mailparser renders it from the HTML).
-        if (at.score > prev.score || (at.score === prev.score && at.source === 'html')) Object.assign(prev, at);
-        prev.seen++;
-      } else found.set(c.code, { ...at, seen: 1 });
+    for (const w of windowsOf(seg.text)) {
+      scanWindow(w, seg.source, found);
+      yield;
     }
   }
 
@@ -1045,4 +1154,14 @@ export function extractCode(msg: CodeSource): FoundCode | null {
     if (!best || score > best.raw || (score === best.raw && code < best.code)) best = { code, score, raw: score, source: f.source, keyword: f.keyword };
   }
   return best ? { code: best.code, score: Math.round(Math.min(1, best.raw / MAX_SCORE) * 1000) / 1000, source: best.source, keyword: best.keyword } : null;
+}
+
+/** The most likely verification code in a message, or null. Runs to the end in one go: for tests and tools. */
+export function extractCode(msg: CodeSource): FoundCode | null {
+  return drain(extractSteps(msg));
+}
+
+/** extractCode for servers: the same answer, but the event loop gets a turn every few milliseconds of scanning. */
+export function extractCodeAsync(msg: CodeSource): Promise<FoundCode | null> {
+  return drainYielding(extractSteps(msg));
 }

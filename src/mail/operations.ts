@@ -2,7 +2,7 @@
 import type { z } from 'zod';
 import type { Platform } from '../platform.js';
 import { AppError, toAppError } from '../errors.js';
-import { extractCode } from './codes.js';
+import { extractCode, extractCodeAsync } from './codes.js';
 import { deleteAll, fetchMessages, listUids, mailboxPath, uidNextOf, waitForInbox, withImap } from './imap.js';
 import { withMailboxLock } from './lock.js';
 import type { codePayload, fetchPayload, purgePayload, sendPayload } from './schema.js';
@@ -139,7 +139,7 @@ export async function codeOp(p: Platform, job: z.output<typeof codePayload>): Pr
         const f = await fetchMessages(client, path, { limit: CODE_SCAN, since: job.since, from: job.from, subject: job.subject, afterUid });
         const rows = await store.storeMessages(p.db, accountId, mailbox, f.uidValidity, f.messages);
         for (const r of rows.map(store.toMessage)) {
-          const found = extractCode({ subject: r.subject, text: r.text, html: r.html });
+          const found = await extractCodeAsync({ subject: r.subject, text: r.text, html: r.html });
           if (found)
             return {
               code: found.code,
