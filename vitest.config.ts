@@ -5,7 +5,8 @@ export default defineConfig({
     include: ['test/**/*.test.ts'],
     // Latency checks run on their own afterwards (vitest.timing.config.ts): other files running in
     // parallel on two cores would measure the machine, not the code.
-    exclude: [...configDefaults.exclude, 'test/timing/**'],
+    // The browser tests (test/e2e/) build the console and drive Chromium: `npm run test:e2e` (vitest.e2e.config.ts).
+    exclude: [...configDefaults.exclude, 'test/timing/**', 'test/e2e/**'],
     pool: 'forks',
     maxWorkers: 3,
     testTimeout: 30_000,

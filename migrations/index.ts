@@ -6,6 +6,7 @@ import * as m003 from './003_embeddings.js';
 import * as m004 from './004_mail.js';
 import * as m005 from './005_content_owner.js';
 import * as m006 from './006_job_results.js';
+import * as m007 from './007_logs.js';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -19,6 +20,7 @@ const migrations: [string, Migration][] = [
   ['004_mail', m004],
   ['005_content_owner', m005],
   ['006_job_results', m006],
+  ['007_logs', m007],
 ];
 
 export const migrationSource: Knex.MigrationSource<string> = {

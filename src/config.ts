@@ -32,6 +32,27 @@ const envSchema = z.object({
       .optional(),
   ),
   DATABASE_POOL_MAX: int(10, 1, 200),
+  // Scale-out (README "Deployment"): a statement timeout PgBouncer in transaction mode refuses at connect time, and Redis Cluster.
+  /** Server-side limit on one SQL statement, sent when connecting; 0 sends none (PgBouncer in transaction mode refuses it). */
+  DATABASE_STATEMENT_TIMEOUT_MS: int(30_000, 0, 3_600_000),
+  /** Seed nodes of a Redis Cluster (host:port,…); set, every Redis connection is a cluster client. */
+  REDIS_CLUSTER_NODES: optionalString.transform((v, ctx) => {
+    if (v === undefined) return undefined;
+    const nodes: { host: string; port: number }[] = [];
+    for (const item of v
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean)) {
+      const m = /^\[([^\]]+)\]:(\d{1,5})$/.exec(item) ?? /^([^:\s[\]]+):(\d{1,5})$/.exec(item);
+      const port = Number(m?.[2]);
+      if (!m || port < 1 || port > 65535) {
+        ctx.addIssue({ code: 'custom', message: `"${item}" is not host:port (a comma list of cluster nodes)` });
+        return z.NEVER;
+      }
+      nodes.push({ host: m[1]!, port });
+    }
+    return nodes.length ? nodes : undefined;
+  }),
   REDIS_URL: z
     .string()
     .regex(/^rediss?:\/\//, 'must be a redis:// or rediss:// URL')
@@ -111,6 +132,9 @@ const envSchema = z.object({
   LOCAL_MODEL_PRICE: z.coerce.number().min(0).max(1e12).default(0),
   EMBEDDINGS_MAX_IN_FLIGHT: int(2, 1, 1000),
   EMBEDDINGS_CACHE: bool(true),
+  USE_LITE_PRELOAD: bool(true),
+  /** Usage and audit logs older than this many days go, a whole day partition at a time (src/logs). */
+  LOG_RETENTION_DAYS: int(30, 1, 3650),
 });
 
 export type Config = Readonly<

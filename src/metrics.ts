@@ -32,6 +32,14 @@ const jobFailures = new client.Counter({
   registers: [registry],
 });
 
+/** 1 once this worker process has a built-in model loaded and ready (use-lite), else 0. */
+export const modelReady = new client.Gauge({
+  name: 'switchyard_model_ready',
+  help: 'Whether this process has the model loaded (1) or not (0)',
+  labelNames: ['model'] as const,
+  registers: [registry],
+});
+
 export function recordJob(queue: string, name: string, seconds: number, outcome: 'completed' | 'failed', final: boolean) {
   jobDuration.observe({ queue, name, outcome }, seconds);
   if (outcome === 'failed') jobFailures.inc({ queue, name, final: String(final) });

@@ -2,7 +2,7 @@
 import type { Config } from './config.js';
 import { createDb, migrateLatest, type Db } from './db.js';
 import type { Logger } from './log.js';
-import { createRedis, checkEvictionPolicy, type Redis } from './redis.js';
+import { createRedis, checkEvictionPolicy, redisKeys, type Redis, type RedisKeys } from './redis.js';
 import { createSecrets, loadSecretKey, type Secrets } from './secrets.js';
 import { JobClient } from './jobs/client.js';
 import { Authenticator } from './accounts/auth.js';
@@ -24,8 +24,10 @@ export interface Platform {
   channels: ChannelDirectory;
   /** Request counters for free calls, written once a second. */
   usage: UsageRecorder;
-  /** Redis key prefix for everything that is not a queue. */
+  /** QUEUE_PREFIX: on one Redis, every key starts with it (see `keys`). */
   keyPrefix: string;
+  /** Where each Redis key goes (one Redis: under keyPrefix; a cluster: spread over the masters). */
+  keys: RedisKeys;
   close(): Promise<void>;
 }
 
@@ -38,7 +40,7 @@ export interface PlatformOptions {
 
 export async function createPlatform(config: Config, log: Logger, opts: PlatformOptions = {}): Promise<Platform> {
   const secrets = createSecrets(loadSecretKey(config, log));
-  const redis = createRedis(config.REDIS_URL, 'producer', 'api');
+  const redis = createRedis(config, 'producer', 'api');
   const db = await createDb(config, log);
   const auth = new Authenticator(config, db, redis);
   try {
@@ -64,11 +66,13 @@ export async function createPlatform(config: Config, log: Logger, opts: Platform
     jobs,
     auth,
     keyPrefix: config.QUEUE_PREFIX,
+    keys: redisKeys(config),
     channels: new ChannelDirectory(db),
     usage: new UsageRecorder(db, log),
     async close() {
       unwatch();
       await platform.usage.flush();
+      await platform.channels.flushUsage().catch((err) => log.warn({ err }, 'could not write channel usage'));
       await jobs.close();
       await redis.quit().catch(() => redis.disconnect());
       await db.destroy();

@@ -16,13 +16,10 @@ export class AttemptLimiter {
 
   constructor(
     private readonly redis: Redis,
-    private readonly prefix: string,
+    /** The Redis key of a limited key (see RedisKeys.of: on a cluster each lands in its own slot). */
+    private readonly k: (key: string) => string,
     private readonly windowSeconds: number,
   ) {}
-
-  private k(key: string) {
-    return `${this.prefix}:${key}`;
-  }
 
   /**
    * Counts one attempt against every key. Returns 0 when the attempt may go ahead, or the seconds
@@ -31,10 +28,15 @@ export class AttemptLimiter {
   async attempt(limits: LimitedKey[]): Promise<number> {
     let counts: { count: number; ttl: number }[];
     try {
-      const pipeline = this.redis.multi();
-      for (const { key } of limits) pipeline.incr(this.k(key)).expire(this.k(key), this.windowSeconds, 'NX').ttl(this.k(key));
-      const replies = (await pipeline.exec()) ?? [];
-      counts = limits.map((_, i) => ({ count: Number(replies[i * 3]?.[1] ?? 0), ttl: Number(replies[i * 3 + 2]?.[1] ?? 0) }));
+      // One transaction per key: on a Redis Cluster the keys live in different slots, and a
+      // transaction may only touch one.
+      counts = await Promise.all(
+        limits.map(async ({ key }) => {
+          const replies = (await this.redis.multi().incr(this.k(key)).expire(this.k(key), this.windowSeconds, 'NX').ttl(this.k(key)).exec()) ?? [];
+          for (const [err] of replies) if (err) throw err;
+          return { count: Number(replies[0]?.[1] ?? 0), ttl: Number(replies[2]?.[1] ?? 0) };
+        }),
+      );
     } catch {
       counts = this.localAttempt(limits);
     }
@@ -54,10 +56,8 @@ export class AttemptLimiter {
     }
     for (const key of clear) this.local.delete(key);
     try {
-      const pipeline = this.redis.multi();
-      for (const key of giveBack) pipeline.decr(this.k(key));
-      if (clear.length) pipeline.del(...clear.map((key) => this.k(key)));
-      await pipeline.exec();
+      // Key by key: on a Redis Cluster they live in different slots.
+      await Promise.all([...giveBack.map((key) => this.redis.decr(this.k(key))), ...clear.map((key) => this.redis.del(this.k(key)))]);
     } catch {
       // Redis is away: its counters lapse with their window anyway.
     }

@@ -1,16 +1,20 @@
-// Redis connections in two profiles (producer fails fast, worker waits), and finding or starting Redis.
+// Redis connections in two profiles (producer fails fast, worker waits), single node or Redis Cluster; where keys go; finding or starting Redis.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
-import { Redis, type RedisOptions } from 'ioredis';
+import { Cluster, Redis as SingleRedis, type ClusterOptions, type RedisOptions } from 'ioredis';
 import type { Config } from './config.js';
 import type { Logger } from './log.js';
 import { withTimeout } from './timeout.js';
 
-export type { Redis };
+/** A connection to one Redis server or to a Redis Cluster (REDIS_CLUSTER_NODES). */
+export type Redis = SingleRedis | Cluster;
 
 export type RedisProfile = 'producer' | 'worker';
+
+/** What createRedis needs to know: one server (REDIS_URL), or a cluster's seed nodes (with REDIS_URL's credentials). */
+export type RedisTarget = Pick<Config, 'REDIS_URL' | 'REDIS_CLUSTER_NODES'>;
 
 const reconnect = (times: number) => Math.min(50 * 2 ** Math.min(times, 6), 2_000);
 
@@ -18,18 +22,112 @@ const reconnect = (times: number) => Math.min(50 * 2 ** Math.min(times, 6), 2_00
  * producer: used on the request path. No offline queue, one retry, short timeouts: when Redis is
  * down a command fails at once and the API answers 503 instead of hanging.
  * worker: used by BullMQ workers and QueueEvents. Commands wait for the connection to come back
- * (BullMQ requires maxRetriesPerRequest: null for its blocking commands).
+ * (BullMQ requires maxRetriesPerRequest: null for its blocking commands; on a cluster, in
+ * redisOptions, which is where BullMQ reads it).
  */
-export function createRedis(url: string, profile: RedisProfile, name: string): Redis {
-  const common: RedisOptions = { connectionName: `switchyard:${name}`, retryStrategy: reconnect, lazyConnect: true };
+export function createRedis(target: RedisTarget, profile: RedisProfile, name: string, opts: { subscriber?: boolean } = {}): Redis {
+  const common: RedisOptions = { connectionName: `switchyard:${name}`, lazyConnect: true };
   const options: RedisOptions =
     profile === 'producer'
-      ? { ...common, enableOfflineQueue: false, maxRetriesPerRequest: 1, commandTimeout: 2_000, connectTimeout: 2_000 }
+      ? { ...common, maxRetriesPerRequest: 1, commandTimeout: 2_000, connectTimeout: 2_000 }
       : { ...common, maxRetriesPerRequest: null, enableReadyCheck: true, connectTimeout: 5_000 };
-  const client = new Redis(url, options);
+  const client = target.REDIS_CLUSTER_NODES
+    ? createCluster(target.REDIS_URL, target.REDIS_CLUSTER_NODES, profile, options, opts.subscriber === true)
+    : createSingle(target.REDIS_URL, profile, options);
   // An unhandled 'error' event would crash the process; reconnection is automatic.
   client.on('error', () => {});
   return client;
+}
+
+function createSingle(url: string, profile: RedisProfile, options: RedisOptions): SingleRedis {
+  return new SingleRedis(url, { ...options, retryStrategy: reconnect, enableOfflineQueue: profile !== 'producer' });
+}
+
+/**
+ * A cluster client: it follows MOVED/ASK, and when a master dies it retries the commands that were
+ * bound for it (every `retryDelayOnFailover`, re-reading the slot map) until its replica has taken
+ * over. Every node is reached with REDIS_URL's user, password and TLS (rediss:).
+ */
+function createCluster(url: string, nodes: { host: string; port: number }[], profile: RedisProfile, options: RedisOptions, subscriber: boolean): Cluster {
+  const u = new URL(url);
+  const auth: RedisOptions = {
+    ...(u.username ? { username: decodeURIComponent(u.username) } : {}),
+    ...(u.password ? { password: decodeURIComponent(u.password) } : {}),
+    ...(u.protocol === 'rediss:' ? { tls: {} } : {}),
+  };
+  const { lazyConnect, ...redisOptions } = options;
+  const clusterOptions: ClusterOptions = {
+    lazyConnect,
+    redisOptions: { ...redisOptions, ...auth },
+    enableOfflineQueue: profile !== 'producer',
+    clusterRetryStrategy: reconnect,
+    // A dead master's commands are retried every 250 ms (16 times at most, ioredis's maxRedirections),
+    // re-reading the slot map each time, so they land on the replica once it has been promoted.
+    retryDelayOnFailover: 250,
+    retryDelayOnClusterDown: 250,
+    retryDelayOnTryAgain: 250,
+    // Just after a failover the nodes may disagree for a moment on who serves a slot and send a
+    // command back and forth (MOVED): wait a little between redirections instead of using them up.
+    retryDelayOnMoved: 100,
+    slotsRefreshTimeout: 2_000,
+    slotsRefreshInterval: 5_000,
+    // A subscriber listens to sharded channels (see subscribeTo), on the master of each one's slot.
+    shardedSubscribers: subscriber,
+  };
+  return new Cluster(nodes, clusterOptions);
+}
+
+/**
+ * Messages to one process (job replies). On a cluster they are sharded (SPUBLISH/SSUBSCRIBE, Redis 7):
+ * a message goes to the master of its channel's slot and its replicas only, where plain PUBLISH
+ * would copy every message to every node of the cluster. The subscribing client must be created
+ * with `subscriber: true`.
+ */
+export function publishTo(client: Redis, channel: string, message: string): Promise<unknown> {
+  return client instanceof Cluster ? client.spublish(channel, message) : client.publish(channel, message);
+}
+
+export async function subscribeTo(client: Redis, channel: string, onMessage: (message: string) => void): Promise<void> {
+  if (client instanceof Cluster) {
+    client.on('smessage', (from: string, message: string) => from === channel && onMessage(message));
+    await client.ssubscribe(channel);
+  } else {
+    client.on('message', (from: string, message: string) => from === channel && onMessage(message));
+    await client.subscribe(channel);
+  }
+}
+
+/**
+ * Where each Redis key goes. On one Redis every key starts with QUEUE_PREFIX, exactly as before
+ * clusters were supported, so an upgrade finds its queued jobs. On a cluster (REDIS_CLUSTER_NODES)
+ * each queue gets a hash tag of its own (`{switchyard-content}`, BullMQ's pattern for several
+ * queues), and so does each user's, account's or token's key, so they spread over the masters.
+ */
+export interface RedisKeys {
+  /** BullMQ's `prefix` for a queue: every key of one queue shares one slot. */
+  queuePrefix(queue: string): string;
+  /** The key of one thing (a user, an account, a token); on a cluster, in the slot of its id. */
+  of(kind: string, id: string | number): string;
+  /** The key of one of a set read together (MGET); on a cluster, every id of `kind` in one slot. */
+  grouped(kind: string, id: string | number): string;
+}
+
+export function redisKeys(config: Pick<Config, 'QUEUE_PREFIX' | 'REDIS_CLUSTER_NODES'>): RedisKeys {
+  const prefix = config.QUEUE_PREFIX;
+  if (!config.REDIS_CLUSTER_NODES) {
+    return {
+      queuePrefix: () => prefix,
+      of: (kind, id) => `${prefix}:${kind}:${id}`,
+      grouped: (kind, id) => `${prefix}:${kind}:${id}`,
+    };
+  }
+  // The prefix's own braces would make one tag of everything: on a cluster it is a plain name.
+  const base = prefix.replace(/[{}]/g, '') || 'switchyard';
+  return {
+    queuePrefix: (queue) => `{${base}-${queue}}`,
+    of: (kind, id) => `${base}:${kind}:{${id}}`,
+    grouped: (kind, id) => `{${base}:${kind}}:${id}`,
+  };
 }
 
 /** True when the client is connected and answers now. */
@@ -72,6 +170,8 @@ export class RedisUnavailableError extends Error {}
  * an error whose message is the one line to show the user.
  */
 export async function ensureRedis(config: Config, log: Logger): Promise<RedisHandle> {
+  // A cluster is never started here: its nodes are the operator's.
+  if (config.REDIS_CLUSTER_NODES) return { stop: async () => {} };
   const url = new URL(config.REDIS_URL);
   const host = url.hostname.replace(/^\[|\]$/g, '') || '127.0.0.1';
   const port = Number(url.port || 6379);
@@ -131,13 +231,20 @@ export async function ensureRedis(config: Config, log: Logger): Promise<RedisHan
 
 /** BullMQ loses jobs when Redis evicts keys: say so loudly at start. */
 export async function checkEvictionPolicy(client: Redis, log: Logger): Promise<void> {
-  try {
-    const reply = (await client.config('GET', 'maxmemory-policy')) as string[];
-    const policy = reply[1];
-    if (policy && policy !== 'noeviction') {
-      log.warn({ policy }, 'Redis maxmemory-policy is not "noeviction": Redis may evict queue keys and lose jobs. Set maxmemory-policy noeviction.');
+  // On a cluster every master holds keys: ask each.
+  const servers: SingleRedis[] = client instanceof Cluster ? client.nodes('master') : [client];
+  for (const server of servers) {
+    try {
+      const reply = (await server.config('GET', 'maxmemory-policy')) as string[];
+      const policy = reply[1];
+      if (policy && policy !== 'noeviction') {
+        log.warn(
+          { policy, server: `${server.options.host}:${server.options.port}` },
+          'Redis maxmemory-policy is not "noeviction": Redis may evict queue keys and lose jobs. Set maxmemory-policy noeviction.',
+        );
+      }
+    } catch {
+      // Managed Redis often forbids CONFIG; nothing to check then.
     }
-  } catch {
-    // Managed Redis often forbids CONFIG; nothing to check then.
   }
 }

@@ -21,7 +21,7 @@ import {
 } from '../src/jobs/wire.js';
 import { recordJob } from '../src/metrics.js';
 import type { Platform } from '../src/platform.js';
-import { createRedis } from '../src/redis.js';
+import { createRedis, publishTo } from '../src/redis.js';
 import { describeIssue } from '../src/validate.js';
 
 /**
@@ -56,16 +56,16 @@ export interface WorkerSet {
 
 export async function startWorkers(p: Platform, queues: readonly QueueName[], maps: Record<string, ProcessorMap> = processorMaps): Promise<WorkerSet> {
   const table = buildProcessorTable(maps);
-  for (const queue of queues) await queueWarmUps[queue]?.();
-  const slots = new OwnerSlots(p.redis, p.config.QUEUE_PREFIX, p.config.JOB_LOCK_MS);
+  for (const queue of queues) await queueWarmUps[queue]?.(p);
+  const slots = new OwnerSlots(p.redis, p.keys, p.config.JOB_LOCK_MS);
   const used = new Set(Object.values(jobDefinitions as Record<string, JobDefinition>).map((d) => d.queue));
-  const connection = createRedis(p.config.REDIS_URL, 'worker', 'worker');
+  const connection = createRedis(p.config, 'worker', 'worker');
   const workers: Worker[] = [];
   for (const queue of queues) {
     if (!used.has(queue)) continue;
     const worker = new Worker<JobEnvelope>(queue, (job, token, signal) => dispatch(p, table, slots, job, token, signal), {
       connection,
-      prefix: p.config.QUEUE_PREFIX,
+      prefix: p.keys.queuePrefix(queue),
       // Shown as the job's processedBy (in Bull Board too): which machine and process ran it.
       name: `${os.hostname()}:${process.pid}`,
       concurrency: queueConcurrency(p.config)[queue],
@@ -170,7 +170,7 @@ async function runJob(p: Platform, entry: { fn: Processor }, def: JobDefinition,
     recordJob(job.queueName, job.name, seconds(), 'completed', true);
     if (!replyTo) return stored ? ({ resultRef: job.id! } satisfies ResultRef) : result;
     const id = JSON.stringify(job.id!);
-    await p.redis.publish(replyTo, stored ? `{"id":${id},"resultRef":${id}}` : json === undefined ? `{"id":${id}}` : `{"id":${id},"result":${json}}`);
+    await publishTo(p.redis, replyTo, stored ? `{"id":${id},"resultRef":${id}}` : json === undefined ? `{"id":${id}}` : `{"id":${id},"result":${json}}`);
     return stored ? ({ ...DELIVERED, resultRef: job.id! } satisfies ResultRef) : DELIVERED;
   } catch (raw) {
     if (raw instanceof UnrecoverableError) throw raw;
@@ -178,7 +178,7 @@ async function runJob(p: Platform, entry: { fn: Processor }, def: JobDefinition,
     if (err.status >= 500 && !(raw instanceof AppError)) log.error({ err: raw }, 'job failed');
     const final = !err.retriable || job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
     recordJob(job.queueName, job.name, seconds(), 'failed', final);
-    if (replyTo && final) await p.redis.publish(replyTo, JSON.stringify({ id: job.id!, error: err.toJSON() } satisfies DirectReply)).catch(() => {});
+    if (replyTo && final) await publishTo(p.redis, replyTo, JSON.stringify({ id: job.id!, error: err.toJSON() } satisfies DirectReply)).catch(() => {});
     const reason = encodeFailure(err);
     const wrapped = err.retriable ? new Error(reason) : new UnrecoverableError(reason);
     // Keep the original stack for Bull Board, under the encoded reason.

@@ -7,7 +7,7 @@ import type { Db } from '../db.js';
 import { tooManyRequests, unauthorized, forbidden } from '../errors.js';
 import type { Logger } from '../log.js';
 import { AttemptLimiter, type LimitedKey } from '../ratelimit.js';
-import type { Redis } from '../redis.js';
+import { redisKeys, type Redis } from '../redis.js';
 import { randomAlnum, sha256Hex } from '../secrets.js';
 import { burnVerification, hashPassword, verifyPassword } from './passwords.js';
 import { USER_STATUS, type UserRow, usernameKey } from './schema.js';
@@ -53,7 +53,8 @@ export class Authenticator {
     redis: Redis,
   ) {
     this.lookups = new TtlCache(config.AUTH_CACHE_MS);
-    this.limiter = new AttemptLimiter(redis, `${config.QUEUE_PREFIX}:login-failures`, config.LOGIN_WINDOW_SECONDS);
+    const keys = redisKeys(config);
+    this.limiter = new AttemptLimiter(redis, (key) => keys.of('login-failures', key), config.LOGIN_WINDOW_SECONDS);
   }
 
   /** An sk- key's row with its user; undefined when no such key exists. Cached under the key itself: a hit costs no hashing. */

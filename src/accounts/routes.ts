@@ -14,6 +14,8 @@ import * as schema from './schema.js';
 import { ROLE, USER_STATUS } from './schema.js';
 import * as store from './store.js';
 import { generateApiKey, isExhausted, isExpired, nowSeconds, publicToken } from './tokens.js';
+import { adminActionEntry, describeChanges, userChangedEntries, userCreatedEntries, userDeletedEntry } from '../logs/entries.js';
+import { insertLogs } from '../logs/store.js';
 
 export function accountsRouter(p: Platform): ApiRouter {
   const router = new ApiRouter('Users');
@@ -169,7 +171,12 @@ export function accountsRouter(p: Platform): ApiRouter {
     if (body.role >= principal.user.role) {
       throw forbidden('Cannot create a user with a role equal to or above your own', { code: 'role_too_high' });
     }
-    const row = await store.createUser(p.db, body, await hashPassword(body.password));
+    const passwordHash = await hashPassword(body.password);
+    const row = await p.db.transaction(async (trx) => {
+      const created = await store.createUser(trx, body, passwordHash);
+      await insertLogs(trx, userCreatedEntries(principal.user, created));
+      return created;
+    });
     envelope(ctx, store.publicUser(row), 201);
   });
 
@@ -202,6 +209,8 @@ export function accountsRouter(p: Platform): ApiRouter {
       const row = await store.updateUser(trx, userId, patch);
       // A new password or a disabled account ends the user's sessions.
       if (patch.password_hash || patch.status === USER_STATUS.disabled) await store.deleteUserSessions(trx, userId);
+      // A quota change as a top-up row, the rest as a manage row, on the user's rows (never the password).
+      if (row) await insertLogs(trx, userChangedEntries(principal.user, target, row, !!patch.password_hash));
       return row;
     });
     p.auth.forgetUser(userId);
@@ -230,7 +239,10 @@ export function accountsRouter(p: Platform): ApiRouter {
       const target = await visibleUser(principal, id(ctx));
       if (target.id === principal.user.id) throw forbidden('You cannot delete yourself', { code: 'self_delete' });
       if (target.role >= principal.user.role) throw forbidden('Cannot delete a user whose role is equal to or above your own', { code: 'role_too_high' });
-      await store.deleteUser(p.db, target.id);
+      await p.db.transaction(async (trx) => {
+        await store.deleteUser(trx, target.id);
+        await insertLogs(trx, [userDeletedEntry(principal.user, target)]);
+      });
       p.auth.forgetUser(target.id);
       envelope(ctx);
     },
@@ -424,7 +436,16 @@ export function accountsRouter(p: Platform): ApiRouter {
     const principal = await admin(ctx);
     const body = parse(schema.createRedemptionBody, ctx.request.body ?? {});
     const keys = Array.from({ length: body.count }, () => randomHex(16));
-    const rows = await store.createRedemptions(p.db, principal.user.id, body.name, body.quota, keys);
+    const rows = await p.db.transaction(async (trx) => {
+      const made = await store.createRedemptions(trx, principal.user.id, body.name, body.quota, keys);
+      // The codes' ids, never the codes.
+      const ids = made.map((r) => r.id);
+      const range = ids.length === 1 ? `#${ids[0]}` : `#${Math.min(...ids)}-#${Math.max(...ids)}`;
+      await insertLogs(trx, [
+        adminActionEntry(principal.user, `Created ${made.length} redemption code(s) ${range} "${body.name}" worth ${body.quota} quota each`),
+      ]);
+      return made;
+    });
     envelope(
       ctx,
       rows.map((r) => r.key),
@@ -452,7 +473,7 @@ export function accountsRouter(p: Platform): ApiRouter {
     responses: { 200: oneCode },
   } as const;
   router.endpoint(updateCode, async (ctx) => {
-    await admin(ctx);
+    const principal = await admin(ctx);
     const body = parse(schema.updateRedemptionBody, ctx.request.body ?? {});
     const current = await store.getRedemption(p.db, body.id);
     if (!current) throw notFound('Redemption code not found');
@@ -461,15 +482,19 @@ export function accountsRouter(p: Platform): ApiRouter {
     const { id: _id, ...fields } = body;
     const patch = compact(statusOnly ? { status: body.status } : fields);
     const row = Object.keys(patch).length ? await store.updateRedemption(p.db, body.id, patch) : current;
+    const changes = row ? describeChanges(current, row, ['name', 'quota', 'status']) : [];
+    if (changes.length) await insertLogs(p.db, [adminActionEntry(principal.user, `Changed redemption code #${current.id}: ${changes.join(', ')}`)]);
     envelope(ctx, row);
   });
 
   router.endpoint(
     { method: 'delete', path: '/api/redemption/:id', tag: CODES, summary: 'Delete a code', auth: 'admin', responses: { 200: 'envelope', 404: 'unknown' } },
     async (ctx) => {
-      await admin(ctx);
-      const deleted = await store.deleteRedemption(p.db, id(ctx));
+      const principal = await admin(ctx);
+      const codeId = id(ctx);
+      const deleted = await store.deleteRedemption(p.db, codeId);
       if (!deleted) throw notFound('Redemption code not found');
+      await insertLogs(p.db, [adminActionEntry(principal.user, `Deleted redemption code #${codeId}`)]);
       envelope(ctx);
     },
   );

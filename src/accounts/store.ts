@@ -1,8 +1,11 @@
 // Knex queries of accounts: users, sessions, API tokens, redemption codes, quota.
-import { escapeLike, type Db } from '../db.js';
+import { commitWithoutFlush, escapeLike, type Db } from '../db.js';
 import { conflict } from '../errors.js';
 import type { CreateTokenInput, CreateUserInput, RedemptionRow, TokenRow, UpdateTokenInput, UserRow, UserView } from './schema.js';
 import { REDEMPTION_STATUS, ROLE, usernameKey } from './schema.js';
+import { redemptionEntry } from '../logs/entries.js';
+import type { LogEntry } from '../logs/schema.js';
+import { insertLogs } from '../logs/store.js';
 
 const nowSeconds = () => Math.floor(Date.now() / 1000);
 
@@ -254,7 +257,7 @@ export async function redeemCode(db: Db, key: string, userId: number): Promise<R
     const claimed = await trx<RedemptionRow>('redemptions')
       .where({ key, status: REDEMPTION_STATUS.unused })
       .update({ status: REDEMPTION_STATUS.used, redeemed_time: nowSeconds(), used_user_id: userId })
-      .returning(['quota']);
+      .returning(['id', 'name', 'quota']);
     if (claimed.length === 0) {
       const row = await trx<RedemptionRow>('redemptions').where({ key }).first('status');
       if (!row) return { ok: false, reason: 'unknown' };
@@ -262,6 +265,8 @@ export async function redeemCode(db: Db, key: string, userId: number): Promise<R
     }
     const quota = Number(claimed[0]!.quota);
     await trx('users').where({ id: userId }).increment('quota', quota).update({ updated_at: trx.fn.now() });
+    // The top-up row commits with the credit: the code's id and name, never the code.
+    await insertLogs(trx, [redemptionEntry(userId, { id: claimed[0]!.id, name: claimed[0]!.name, quota })]);
     return { ok: true, quota };
   });
 }
@@ -293,6 +298,8 @@ export async function reserveQuota(
   }
   try {
     await db.transaction(async (trx) => {
+      // Quota transactions do not wait for their WAL flush: see commitWithoutFlush.
+      await commitWithoutFlush(trx);
       const user = await trx('users').where({ id: userId }).andWhere('quota', '>=', amount).decrement('quota', amount).returning('id');
       if (user.length === 0) {
         const row = await trx('users').where({ id: userId }).first('quota');
@@ -316,11 +323,21 @@ export async function reserveQuota(
 
 /**
  * Settles a reservation once the real cost is known: returns the difference (or takes the extra,
- * never below zero) and counts the spend in used_quota and request_count.
+ * never below zero) and counts the spend in used_quota and request_count. `consume` is the call's
+ * log row (src/logs): written in the same transaction, so the charge and its row exist together or not at all.
  */
-export async function settleQuota(db: Db, userId: number, token: { id: number; unlimited: boolean } | null, reserved: number, actual: number): Promise<void> {
+export async function settleQuota(
+  db: Db,
+  userId: number,
+  token: { id: number; unlimited: boolean } | null,
+  reserved: number,
+  actual: number,
+  consume?: LogEntry,
+): Promise<void> {
   const delta = actual - reserved;
   await db.transaction(async (trx) => {
+    await commitWithoutFlush(trx);
+    if (consume) await insertLogs(trx, [{ ...consume, quota: actual }]);
     await trx('users')
       .where({ id: userId })
       .update({
@@ -336,10 +353,19 @@ export async function settleQuota(db: Db, userId: number, token: { id: number; u
   });
 }
 
-/** Gives a whole reservation back (the call failed). */
-export async function refundQuota(db: Db, userId: number, token: { id: number; unlimited: boolean } | null, reserved: number): Promise<void> {
-  if (reserved <= 0) return;
+/** Gives a whole reservation back (the call failed), writing the call's error row (src/logs) with it when given. */
+export async function refundQuota(
+  db: Db,
+  userId: number,
+  token: { id: number; unlimited: boolean } | null,
+  reserved: number,
+  failure?: LogEntry,
+): Promise<void> {
+  if (reserved <= 0 && !failure) return;
   await db.transaction(async (trx) => {
+    await commitWithoutFlush(trx);
+    if (failure) await insertLogs(trx, [failure]);
+    if (reserved <= 0) return;
     await trx('users').where({ id: userId }).increment('quota', reserved);
     if (token && !token.unlimited) await trx('tokens').where({ id: token.id }).increment('remain_quota', reserved);
   });

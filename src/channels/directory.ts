@@ -1,6 +1,7 @@
 // Every channel as routing needs it, re-read from Postgres every few seconds, per process.
 import type { Db } from '../db.js';
 import { CHANNEL_STATUS, type ChannelRow } from './schema.js';
+import { addChannelUsage } from './store.js';
 
 /** A channel, ready for routing decisions. */
 export interface ChannelEntry {
@@ -33,6 +34,26 @@ export class ChannelDirectory {
 
   invalidate() {
     this.cache = undefined;
+  }
+
+  // Quota spent through each channel, added up here and written once a second: one UPDATE per call on
+  // the same channels row would make every relayed call wait its turn for that row (and for a commit).
+  private spent = new Map<number, number>();
+  private spendTimer?: NodeJS.Timeout;
+
+  /** Adds quota spent through a channel to its used_quota (within a second, or at flushUsage). */
+  recordUsage(id: number, quota: number): void {
+    if (quota <= 0) return;
+    this.spent.set(id, (this.spent.get(id) ?? 0) + quota);
+    this.spendTimer ??= setTimeout(() => void this.flushUsage().catch(() => {}), 1_000).unref();
+  }
+
+  async flushUsage(): Promise<void> {
+    clearTimeout(this.spendTimer);
+    this.spendTimer = undefined;
+    const spent = this.spent;
+    this.spent = new Map();
+    for (const [id, quota] of spent) await addChannelUsage(this.db, id, quota);
   }
 
   async all(): Promise<ChannelEntry[]> {

@@ -11,6 +11,8 @@ import { idParam, pageQuery, ROLE } from '../accounts/schema.js';
 import { z } from 'zod';
 import { channelView, createChannelBody, publicChannel, updateChannelBody } from './schema.js';
 import * as store from './store.js';
+import { adminActionEntry, describeChanges } from '../logs/entries.js';
+import { insertLogs } from '../logs/store.js';
 
 export function channelsRouter(p: Platform): ApiRouter {
   const router = new ApiRouter('Channels');
@@ -48,11 +50,15 @@ export function channelsRouter(p: Platform): ApiRouter {
     responses: { 201: one, 400: ok('invalid', envelopeOf()) },
   } as const;
   router.endpoint(create, async (ctx) => {
-    await admin(ctx);
+    const principal = await admin(ctx);
     const body = parse(createChannelBody, ctx.request.body ?? {});
     await vetBaseUrl(body.base_url);
     const row = await store.createChannel(p.db, p.secrets, body);
     p.channels.invalidate();
+    // What was made, never the key.
+    await insertLogs(p.db, [
+      adminActionEntry(principal.user, `Created channel #${row.id} "${row.name}" (${row.base_url}, models ${row.models})`, { channelId: row.id }),
+    ]);
     envelope(ctx, publicChannel(row), 201);
   });
 
@@ -64,11 +70,11 @@ export function channelsRouter(p: Platform): ApiRouter {
   });
 
   const update = async (ctx: Context, id: number | undefined) => {
-    await admin(ctx);
+    const principal = await admin(ctx);
     const raw = (ctx.request.body ?? {}) as Record<string, unknown>;
     const body = parse(updateChannelBody, { ...raw, id: id ?? raw.id });
+    const current = await store.getChannel(p.db, body.id);
     if (body.base_url !== undefined) {
-      const current = await store.getChannel(p.db, body.id);
       if (!current) throw notFound('Channel not found');
       // Otherwise the stored key would be sent to a host of the caller's choosing.
       if (body.base_url !== current.base_url && !body.key) {
@@ -79,6 +85,11 @@ export function channelsRouter(p: Platform): ApiRouter {
     const row = await store.updateChannel(p.db, p.secrets, body);
     if (!row) throw notFound('Channel not found');
     p.channels.invalidate();
+    // Which fields changed; the key only as "replaced".
+    const fields = ['name', 'base_url', 'models', 'model_mapping', 'priority', 'weight', 'price', 'status', 'key_hint'] as const;
+    const changes = current ? describeChanges(current, row, [...fields], ['key_hint']).map((c) => c.replace('key_hint changed', 'key replaced')) : [];
+    if (changes.length)
+      await insertLogs(p.db, [adminActionEntry(principal.user, `Changed channel #${row.id} "${row.name}": ${changes.join(', ')}`, { channelId: row.id })]);
     envelope(ctx, publicChannel(row));
   };
   router.endpoint(
@@ -100,9 +111,11 @@ export function channelsRouter(p: Platform): ApiRouter {
   router.endpoint(
     { method: 'delete', path: '/api/channel/:id', summary: 'Delete a channel', auth: 'admin', responses: { 200: 'envelope', 404: 'unknown' } },
     async (ctx) => {
-      await admin(ctx);
-      if (!(await store.deleteChannel(p.db, parse(idParam, ctx.params.id, { param: 'id' })))) throw notFound('Channel not found');
+      const principal = await admin(ctx);
+      const channelId = parse(idParam, ctx.params.id, { param: 'id' });
+      if (!(await store.deleteChannel(p.db, channelId))) throw notFound('Channel not found');
       p.channels.invalidate();
+      await insertLogs(p.db, [adminActionEntry(principal.user, `Deleted channel #${channelId}`, { channelId })]);
       envelope(ctx);
     },
   );

@@ -3,6 +3,8 @@ import type { z } from 'zod';
 import { escapeLike, type Db } from '../db.js';
 import type { Secrets } from '../secrets.js';
 import { CHANNEL_STATUS, type ChannelRow, type createChannelBody, type updateChannelBody } from './schema.js';
+import { systemEntry } from '../logs/entries.js';
+import { insertLogs } from '../logs/store.js';
 
 const keyHint = (key: string) => (key.length <= 8 ? '*'.repeat(key.length) : `${key.slice(0, 3)}${'*'.repeat(8)}${key.slice(-4)}`);
 const nowSeconds = () => Math.floor(Date.now() / 1000);
@@ -52,10 +54,15 @@ export async function listChannels(db: Db, opts: { offset: number; limit: number
   return { rows: rows as ChannelRow[], total: Number(count) };
 }
 
+/** Disables a channel the upstream refused; the one call that does so also writes the system row (type 4) saying why. */
 export async function autoDisableChannel(db: Db, id: number, reason: string): Promise<void> {
-  await db('channels')
-    .where({ id, status: CHANNEL_STATUS.enabled })
-    .update({ status: CHANNEL_STATUS.autoDisabled, status_reason: reason.slice(0, 1000), updated_time: nowSeconds() });
+  await db.transaction(async (trx) => {
+    const [row] = await trx<ChannelRow>('channels')
+      .where({ id, status: CHANNEL_STATUS.enabled })
+      .update({ status: CHANNEL_STATUS.autoDisabled, status_reason: reason.slice(0, 1000), updated_time: nowSeconds() })
+      .returning(['id', 'name']);
+    if (row) await insertLogs(trx, [systemEntry(`Channel #${row.id} "${row.name}" disabled automatically: ${reason}`, { channelId: row.id })]);
+  });
 }
 
 export async function addChannelUsage(db: Db, id: number, quota: number): Promise<void> {

@@ -29,8 +29,8 @@ const payloadSizeBound = (batch: Pending[]) =>
  * requests does not. The batching adapts to load: while fewer than EMBEDDINGS_MAX_IN_FLIGHT jobs
  * are out, calls go at once (after the current tick, so a burst travels together); when that many
  * are out, calls wait for one to come back and then leave together. Light load gets the lowest
- * latency, heavy load the biggest jobs. Upstream calls are not gathered: each gets its own job,
- * retried on its own.
+ * latency, heavy load the biggest jobs. Upstream calls never come here: the API relays them itself
+ * (relayCall in generate.ts).
  */
 export class EmbeddingsCoalescer {
   private pending: Pending[] = [];
@@ -39,14 +39,9 @@ export class EmbeddingsCoalescer {
 
   constructor(private readonly p: Platform) {}
 
-  submit(req: GenerationRequest, gather: boolean): Promise<GenerationOutcome> {
+  submit(req: GenerationRequest): Promise<GenerationOutcome> {
     return new Promise((resolve, reject) => {
-      const entry = { req, resolve, reject };
-      if (!gather) {
-        void this.dispatch([entry]);
-        return;
-      }
-      this.pending.push(entry);
+      this.pending.push({ req, resolve, reject });
       if (!this.scheduled) {
         this.scheduled = true;
         setImmediate(() => {

@@ -1,59 +1,43 @@
-// The embeddings.create job: local vectors computed here, upstream ones through the cache and the relay.
+// The embeddings.create job, run by workers: the built-in models' vectors. (Upstream calls are relayed
+// by the API itself, src/embeddings/upstream.ts; a job for one, queued by an older API, is still run.)
 import type { Platform } from '../platform.js';
-import { sha256Hex } from '../secrets.js';
-import { addChannelUsage } from '../channels/store.js';
 import { toAppError } from '../errors.js';
 import { embedLocalHash } from './local-hash.js';
-import { costOf, resolveModel } from './models.js';
-import { relayEmbeddings } from './relay.js';
+import { resolveModel } from './models.js';
 import { float32ToBase64, type GenerationOutcome, type GenerationRequest } from './schema.js';
-import { readCache, writeCache } from './store.js';
+import { upstreamVectors } from './upstream.js';
+import { USE_LITE_MODEL } from './use-lite-text.js';
+import { announceUseLite, useLiteBatcher } from './use-lite-worker.js';
 
 const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
+
+/**
+ * The first `dims` components, re-normalised to unit length: what OpenAI's text-embedding-3 models
+ * answer for a smaller `dimensions` (and what their documentation says to do by hand).
+ */
+export function shorten(v: Float32Array, dims: number): Float32Array {
+  if (dims >= v.length) return v;
+  const out = v.slice(0, dims);
+  let norm = 0;
+  for (let i = 0; i < dims; i++) norm += out[i]! * out[i]!;
+  const scale = norm > 0 ? 1 / Math.sqrt(norm) : 0;
+  for (let i = 0; i < dims; i++) out[i]! *= scale;
+  return out;
+}
 
 async function generateOne(p: Platform, req: GenerationRequest): Promise<GenerationOutcome> {
   const model = await resolveModel(p.config, p.channels, req.model);
   if (model.kind === 'local') {
     const dims = req.dimensions ?? model.defaultDimensions;
+    if (model.name === USE_LITE_MODEL) {
+      const vectors = await useLiteBatcher().embed(req.inputs);
+      announceUseLite(p);
+      return { ok: true, vectors: vectors.map((v) => float32ToBase64(shorten(v, dims))), promptTokens: sum(req.tokens) };
+    }
     return { ok: true, vectors: req.inputs.map((text) => float32ToBase64(embedLocalHash(text, dims))), promptTokens: sum(req.tokens) };
   }
-
-  const dims = req.dimensions ?? 0; // 0 = "the upstream's default"
-  const hashes = req.inputs.map((text) => sha256Hex(text));
-  const cached = p.config.EMBEDDINGS_CACHE ? await readCache(p.db, model.name, dims, hashes) : new Map();
-  // Each distinct input that is not cached goes upstream once.
-  const missing = [...new Set(hashes.filter((h) => !cached.has(h)))];
-  const sentUpstream = new Set(missing);
-  const vectorByHash = new Map<string, Buffer>([...cached].map(([h, c]) => [h, c.vector]));
-  let promptTokens = 0;
-  let channelId: number | undefined;
-  if (missing.length) {
-    const textOf = new Map(hashes.map((h, i) => [h, req.inputs[i]!]));
-    const tokensOf = new Map(hashes.map((h, i) => [h, req.tokens[i]!]));
-    const relayed = await relayEmbeddings(
-      p,
-      model.name,
-      model.channels,
-      missing.map((h) => textOf.get(h)!),
-      req.dimensions,
-    );
-    channelId = relayed.channel.id;
-    const rows = missing.map((h, i) => {
-      const v = relayed.vectors[i]!;
-      return { hash: h, vector: Buffer.from(v.buffer, v.byteOffset, v.byteLength), tokens: tokensOf.get(h)! };
-    });
-    for (const r of rows) vectorByHash.set(r.hash, r.vector);
-    if (p.config.EMBEDDINGS_CACHE) await writeCache(p.db, model.name, dims, rows);
-    promptTokens += relayed.promptTokens ?? sum(rows.map((r) => r.tokens));
-    await addChannelUsage(p.db, relayed.channel.id, costOf(relayed.promptTokens ?? sum(rows.map((r) => r.tokens)), model.price)).catch(() => {});
-  }
-  // Inputs answered from the cache count with their own tokens (they are billed like any other).
-  hashes.forEach((h, i) => {
-    if (sentUpstream.has(h))
-      sentUpstream.delete(h); // its first occurrence is in the upstream's count
-    else promptTokens += req.tokens[i]!;
-  });
-  return { ok: true, vectors: hashes.map((h) => vectorByHash.get(h)!.toString('base64')), promptTokens, channelId };
+  const r = await upstreamVectors(p, model, req);
+  return { ok: true, vectors: r.vectors.map((v) => v.toString('base64')), promptTokens: r.promptTokens, channelId: r.channelId };
 }
 
 /**

@@ -3,17 +3,21 @@ import type { Config } from '../config.js';
 import type { ChannelDirectory, ChannelEntry } from '../channels/directory.js';
 import { AppError, badRequest, notFound } from '../errors.js';
 import { LOCAL_HASH_DEFAULT_DIMENSIONS, LOCAL_HASH_MAX_DIMENSIONS, LOCAL_HASH_MODEL } from './local-hash.js';
+import { USE_LITE_DIMENSIONS, USE_LITE_MODEL } from './use-lite-text.js';
 
 export type ResolvedModel =
   | { kind: 'local'; name: string; price: number; defaultDimensions: number; maxDimensions: number }
   | { kind: 'upstream'; name: string; price: number; channels: ChannelEntry[] };
 
-export const LOCAL_MODELS = [LOCAL_HASH_MODEL] as const;
+export const LOCAL_MODELS = [LOCAL_HASH_MODEL, USE_LITE_MODEL] as const;
 
 /** Resolves a model name or throws the OpenAI-shaped error: 404 unknown, 400 unpriced, 503 no channel. */
 export async function resolveModel(config: Config, channels: ChannelDirectory, name: string): Promise<ResolvedModel> {
   if (name === LOCAL_HASH_MODEL) {
     return { kind: 'local', name, price: config.LOCAL_MODEL_PRICE, defaultDimensions: LOCAL_HASH_DEFAULT_DIMENSIONS, maxDimensions: LOCAL_HASH_MAX_DIMENSIONS };
+  }
+  if (name === USE_LITE_MODEL) {
+    return { kind: 'local', name, price: config.LOCAL_MODEL_PRICE, defaultDimensions: USE_LITE_DIMENSIONS, maxDimensions: USE_LITE_DIMENSIONS };
   }
   const a = await channels.availability(name);
   switch (a.kind) {

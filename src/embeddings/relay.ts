@@ -51,7 +51,8 @@ export function retryAfterMs(headers: Headers): number | undefined {
   return Number.isNaN(date) ? undefined : Math.max(0, date - Date.now());
 }
 
-const cooldownKey = (p: Platform, id: number) => `${p.keyPrefix}:channel-cooldown:${id}`;
+// Read together (MGET): on a cluster, all in one slot.
+const cooldownKey = (p: Platform, id: number) => p.keys.grouped('channel-cooldown', id);
 
 async function coolingUntil(p: Platform, channels: ChannelEntry[]): Promise<Map<number, number>> {
   const values = await p.redis.mget(channels.map((c) => cooldownKey(p, c.id))).catch(() => channels.map(() => null));
@@ -168,12 +169,24 @@ function parseVectors(body: unknown, expected: number, dimensions?: number): Flo
   return out;
 }
 
+/** The caller's wait (SYNC_WAIT_MS) ran out: OpenAI's shape for a request that took too long. */
+export const relayTimedOut = () =>
+  new AppError(504, 'Embedding generation did not finish in time; try again.', { code: 'timeout', type: 'server_error', retriable: false });
+
 /**
  * Calls the channels in order until one answers. 429 puts a channel aside for its Retry-After;
  * 5xx, timeouts and network errors move on; 401/403 disable the channel (with the reason, for
  * admins) and move on; other 4xx are the caller's fault and end the call.
  */
-export async function relayEmbeddings(p: Platform, model: string, channels: ChannelEntry[], inputs: string[], dimensions?: number): Promise<RelayResult> {
+export async function relayEmbeddings(
+  p: Platform,
+  model: string,
+  channels: ChannelEntry[],
+  inputs: string[],
+  dimensions?: number,
+  /** When the caller stops waiting (epoch ms): no channel is tried after it, and none is waited on past it. */
+  deadline = Number.POSITIVE_INFINITY,
+): Promise<RelayResult> {
   const cooling = await coolingUntil(p, channels);
   const usable = channelOrder(channels.filter((c) => !cooling.has(c.id)));
   if (usable.length === 0) {
@@ -188,6 +201,8 @@ export async function relayEmbeddings(p: Platform, model: string, channels: Chan
   let last: { status: number; message: string; retryAfter?: number } = { status: 502, message: 'no channel answered' };
   const policy = outboundPolicy(p.config.OUTBOUND_ALLOWLIST);
   for (const ch of usable) {
+    const left = deadline - Date.now();
+    if (left <= 0) throw relayTimedOut();
     const body = JSON.stringify({ model: ch.mapping[model] ?? model, input: inputs, encoding_format: 'float', ...(dimensions ? { dimensions } : {}) });
     let res: UpstreamResponse;
     try {
@@ -196,10 +211,11 @@ export async function relayEmbeddings(p: Platform, model: string, channels: Chan
         upstreamUrl(ch.baseUrl),
         { authorization: `Bearer ${p.secrets.decrypt(ch.keyEnc)}`, 'content-type': 'application/json' },
         body,
-        p.config.UPSTREAM_TIMEOUT_MS,
+        Math.min(p.config.UPSTREAM_TIMEOUT_MS, left),
       );
     } catch (err) {
       const e = err as NodeJS.ErrnoException;
+      if (e.name === 'TimeoutError' && Date.now() >= deadline) throw relayTimedOut();
       if (err instanceof OutboundRefusedError) {
         last = { status: 502, message: `channel ${ch.id}: its base_url is refused by the outbound policy` };
         p.log.warn({ channel: ch.id, reason: err.reason }, 'upstream refused by the outbound policy');

@@ -6,18 +6,14 @@ import { ApiRouter, ok, openaiError } from '../http/route.js';
 import { AppError, badRequest, forbidden, notFound } from '../errors.js';
 import { refundQuota, reserveQuota, settleQuota } from '../accounts/store.js';
 import { modelAllowed } from '../accounts/tokens.js';
+import { type CallInfo, consumeEntry, errorEntry } from '../logs/entries.js';
 import { EmbeddingsCoalescer } from './coalescer.js';
+import { float32ArrayToJson, float32View } from './float32.js';
+import { relayCall } from './upstream.js';
 import { costOf, LOCAL_MODELS, resolveModel } from './models.js';
-import {
-  base64ToFloats,
-  embeddingsBody,
-  embeddingsResponseView,
-  floatsBoundError,
-  MAX_INPUT_TOKENS,
-  MAX_REQUEST_TOKENS,
-  parseEmbeddingsRequest,
-} from './schema.js';
+import { embeddingsBody, embeddingsResponseView, floatsBoundError, MAX_INPUT_TOKENS, MAX_REQUEST_TOKENS, parseEmbeddingsRequest } from './schema.js';
 import { countWithin } from './tokenizer.js';
+import { loadUseLiteTokenizer, USE_LITE_MODEL } from './use-lite-text.js';
 
 const CREATED = 1_767_225_600; // 2026-01-01, the "created" of the built-in models
 
@@ -26,6 +22,7 @@ export function embeddingsRouter(p: Platform): ApiRouter {
   const coalescer = new EmbeddingsCoalescer(p);
 
   async function embeddings(ctx: Context) {
+    const startedAt = performance.now(); // the elapsed_time of the call's log row
     const principal = await authorizeApiKey(ctx, p);
     const token = principal.token!;
     const req = parseEmbeddingsRequest(ctx.request.body, ctx.params.model);
@@ -48,6 +45,8 @@ export function embeddingsRouter(p: Platform): ApiRouter {
     }
 
     const tokens: number[] = new Array(req.inputs.length);
+    // use-lite counts (and reads) its own pieces, at most USE_LITE_MAX_TOKENS per input; only its tokenizer loads here, never the model.
+    const pieces = model.name === USE_LITE_MODEL ? await loadUseLiteTokenizer() : null;
     let total = 0;
     for (let i = 0; i < req.inputs.length; i++) {
       const n = countWithin(req.inputs[i]!, MAX_INPUT_TOKENS);
@@ -58,6 +57,16 @@ export function embeddingsRouter(p: Platform): ApiRouter {
         });
       }
       tokens[i] = n;
+      if (pieces) {
+        const why = req.allowUnsupportedText ? null : pieces.unsupported(req.inputs[i]!);
+        if (why) {
+          throw badRequest(
+            `input[${i}] is ${why}, which ${USE_LITE_MODEL} (an English model) does not know: its vector would be noise. Use local-hash-v1 or an upstream model for it, or send "allow_unsupported_text": true to embed it anyway.`,
+            { param: `input[${i}]`, code: 'unsupported_text' },
+          );
+        }
+        tokens[i] = pieces.tokenize(req.inputs[i]!).count;
+      }
       total += n;
       if (total > MAX_REQUEST_TOKENS)
         throw badRequest(`The request has more than ${MAX_REQUEST_TOKENS} tokens in all; send fewer inputs per request.`, {
@@ -79,17 +88,41 @@ export function embeddingsRouter(p: Platform): ApiRouter {
         });
       }
     }
-    let outcome;
+    // Who called what, for the call's consume or error row (src/logs).
+    const logCall: CallInfo = { user: principal.user, token: { id: token.id, name: token.name }, model: req.model, requestId: ctx.state.requestId, startedAt };
+    let outcome: { vectors: Buffer[]; promptTokens: number; channelId?: number };
     try {
-      outcome = await coalescer.submit({ model: req.model, dimensions: req.dimensions, inputs: req.inputs, tokens }, model.kind === 'local');
-      if (!outcome.ok) throw AppError.fromJSON(outcome.error);
+      const call = { model: req.model, dimensions: req.dimensions, inputs: req.inputs, tokens };
+      // Models computed here go to the workers, gathered into jobs; upstream calls are relayed by this process.
+      if (model.kind === 'upstream') outcome = await relayCall(p, model, call, p.config.SYNC_WAIT_MS);
+      else {
+        const done = await coalescer.submit(call);
+        if (!done.ok) throw AppError.fromJSON(done.error);
+        outcome = { vectors: done.vectors.map((v) => Buffer.from(v, 'base64')), promptTokens: done.promptTokens };
+      }
     } catch (err) {
-      if (cost > 0) await refundQuota(p.db, principal.user.id, tok, cost).catch((e) => ctx.state.log?.error({ err: e }, 'quota refund failed'));
+      // The refund and the call's error row (type 5) in one transaction.
+      await refundQuota(p.db, principal.user.id, tok, cost, errorEntry(logCall, err)).catch((e) => ctx.state.log?.error({ err: e }, 'quota refund failed'));
       throw err;
     }
     const promptTokens = outcome.promptTokens;
-    if (cost > 0 || model.price > 0) await settleQuota(p.db, principal.user.id, tok, cost, costOf(promptTokens, model.price));
-    else p.usage.record(principal.user.id, token.id);
+    // The consume row: written in settleQuota's transaction with the charge; free local calls aggregated per minute.
+    const consume = consumeEntry(logCall, {
+      quota: costOf(promptTokens, model.price),
+      promptTokens,
+      price: model.price,
+      channelId: outcome.channelId,
+      cacheHit: model.kind === 'upstream' && outcome.channelId === undefined,
+    });
+    if (cost > 0 || model.price > 0 || model.kind === 'upstream') {
+      try {
+        await settleQuota(p.db, principal.user.id, tok, cost, consume.quota ?? 0, consume);
+      } catch (err) {
+        // Neither the charge nor its row was written: the reservation goes back, with an error row.
+        await refundQuota(p.db, principal.user.id, tok, cost, errorEntry(logCall, err)).catch((e) => ctx.state.log?.error({ err: e }, 'quota refund failed'));
+        throw err;
+      }
+    } else p.usage.record(principal.user.id, token.id, consume);
 
     ctx.type = 'application/json';
     ctx.body = responseJson(req.model, outcome.vectors, req.encodingFormat === 'base64', promptTokens);
@@ -159,10 +192,12 @@ export function embeddingsRouter(p: Platform): ApiRouter {
 }
 
 /**
- * OpenAI's response, written as a string: the vectors are the bulk of it, and joining a
- * Float32Array writes each number exactly as JSON.stringify would, without the detour.
+ * OpenAI's response, written as a string: the vectors are the bulk of it, each float printed as the
+ * shortest decimal of its float32 value (src/embeddings/float32.ts), as OpenAI prints them.
  */
-function responseJson(model: string, vectors: string[], base64: boolean, promptTokens: number): string {
-  const data = vectors.map((v, index) => `{"object":"embedding","index":${index},"embedding":${base64 ? `"${v}"` : `[${base64ToFloats(v).join(',')}]`}}`);
+function responseJson(model: string, vectors: Buffer[], base64: boolean, promptTokens: number): string {
+  const data = vectors.map(
+    (v, index) => `{"object":"embedding","index":${index},"embedding":${base64 ? `"${v.toString('base64')}"` : float32ArrayToJson(float32View(v))}}`,
+  );
   return `{"object":"list","data":[${data.join(',')}],"model":${JSON.stringify(model)},"usage":{"prompt_tokens":${promptTokens},"total_tokens":${promptTokens}}}`;
 }

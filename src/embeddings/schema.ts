@@ -22,6 +22,8 @@ export interface EmbeddingsRequest {
   encodingFormat: 'float' | 'base64';
   dimensions?: number;
   user?: string;
+  /** use-lite only: embed text the model does not know (e.g. Chinese) instead of refusing it. */
+  allowUnsupportedText: boolean;
 }
 
 /** The body of POST /v1/embeddings: validates requests and documents them (/openapi.json). */
@@ -31,8 +33,17 @@ export const embeddingsBody = z.object({
     .union([z.string().min(1), z.array(z.string().min(1)).min(1).max(MAX_INPUTS)])
     .describe(`A string, or an array of up to ${MAX_INPUTS} strings, each at most ${MAX_INPUT_TOKENS} tokens`),
   encoding_format: z.enum(['float', 'base64']).default('float').describe('base64: little-endian float32, as OpenAI'),
-  dimensions: z.number().int().min(1).nullish().describe('Vector size (local-hash-v1: 1-3072, default 384)'),
+  dimensions: z
+    .number()
+    .int()
+    .min(1)
+    .nullish()
+    .describe('Vector size (local-hash-v1: 1-3072, default 384; use-lite: 1-512, default 512, fewer = truncated and re-normalised)'),
   user: z.string().max(1000).optional(),
+  allow_unsupported_text: z
+    .boolean()
+    .optional()
+    .describe('use-lite only (a Switchyard extension): embed text in scripts the model does not know (Chinese, Cyrillic…) instead of answering 400'),
 });
 
 /** OpenAI's answer: one vector per input, in input order (base64 strings with encoding_format base64). */
@@ -104,6 +115,7 @@ export function parseEmbeddingsRequest(body: unknown, pathModel?: string): Embed
         'dimensions',
       );
     }
+    if (field === 'allow_unsupported_text') throw invalid("Invalid type for 'allow_unsupported_text': expected a boolean.", field);
     throw invalid(`Invalid '${field}': ${issue.message}`, field || null);
   }
   const model = r.data.model ?? pathModel;
@@ -114,6 +126,7 @@ export function parseEmbeddingsRequest(body: unknown, pathModel?: string): Embed
     encodingFormat: r.data.encoding_format,
     dimensions: r.data.dimensions ?? undefined,
     user: r.data.user,
+    allowUnsupportedText: r.data.allow_unsupported_text ?? false,
   };
 }
 
@@ -123,7 +136,7 @@ export const generationRequest = z.object({
   /** Requested dimensions; omitted means the model's default. */
   dimensions: z.number().int().positive().optional(),
   inputs: z.array(z.string()).min(1).max(MAX_INPUTS),
-  /** cl100k_base token count of each input. */
+  /** Token count of each input: cl100k_base, or the model's own pieces for use-lite (what usage reports). */
   tokens: z.array(z.number().int().nonnegative()),
 });
 export type GenerationRequest = z.output<typeof generationRequest>;
@@ -138,11 +151,4 @@ export type GenerationOutcome =
 export function float32ToBase64(v: Float32Array): string {
   // Float32Array is little-endian on every platform Node runs on; OpenAI's base64 is LE float32 too.
   return Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString('base64');
-}
-
-export function base64ToFloats(b64: string): Float32Array {
-  const buf = Buffer.from(b64, 'base64');
-  // A Float32Array view needs 4-byte alignment; pooled Buffers do not promise it.
-  const bytes = buf.byteOffset % 4 === 0 ? buf : new Uint8Array(buf);
-  return new Float32Array(bytes.buffer, bytes.byteOffset, bytes.byteLength / 4);
 }

@@ -1,5 +1,5 @@
 // The embeddings cache: vectors by (model, dimensions, sha256(input)), so an input never goes upstream twice.
-import type { Db } from '../db.js';
+import { commitWithoutFlush, type Db } from '../db.js';
 
 export interface CachedVector {
   vector: Buffer;
@@ -18,8 +18,12 @@ export async function readCache(db: Db, model: string, dimensions: number, hashe
 export async function writeCache(db: Db, model: string, dimensions: number, rows: { hash: string; vector: Buffer; tokens: number }[]): Promise<void> {
   if (rows.length === 0) return;
   const unique = new Map(rows.map((r) => [r.hash, r]));
-  await db('embedding_cache')
-    .insert([...unique.values()].map((r) => ({ model, dimensions, input_hash: r.hash, vector: r.vector, tokens: r.tokens })))
-    .onConflict(['model', 'dimensions', 'input_hash'])
-    .ignore();
+  // A cache row lost to a crash of Postgres is only asked for again: no need to wait for its flush.
+  await db.transaction(async (trx) => {
+    await commitWithoutFlush(trx);
+    await trx('embedding_cache')
+      .insert([...unique.values()].map((r) => ({ model, dimensions, input_hash: r.hash, vector: r.vector, tokens: r.tokens })))
+      .onConflict(['model', 'dimensions', 'input_hash'])
+      .ignore();
+  });
 }

@@ -13,6 +13,7 @@ import { contentRouter } from '../content/routes.js';
 import { channelsRouter } from '../channels/routes.js';
 import { embeddingsRouter } from '../embeddings/routes.js';
 import { mailRouter } from '../mail/routes.js';
+import { logsRouter } from '../logs/routes.js';
 import { observeHttp } from '../metrics.js';
 import { docsRouter } from './openapi.js';
 import { jobsRouter } from './jobs.js';
@@ -40,8 +41,9 @@ export function createApp(p: Platform): Koa {
 
 /** Every area's routes, each with its endpoints' descriptions (the test that holds /openapi.json to the routes reads them). */
 export function buildRouters(p: Platform): ApiRouter[] {
-  // The embeddings routes come first: they are the busiest.
-  const areas = [embeddingsRouter(p), healthRouter(p), accountsRouter(p), channelsRouter(p), jobsRouter(p), contentRouter(p), mailRouter(p)];
+  // The embeddings routes come first: they are the busiest. The logs routes come before accounts' /api/user/:id,
+  // which would otherwise take /api/user/dashboard.
+  const areas = [embeddingsRouter(p), healthRouter(p), logsRouter(p), accountsRouter(p), channelsRouter(p), jobsRouter(p), contentRouter(p), mailRouter(p)];
   const docs = docsRouter(() => [...areas, docs].flatMap((r) => r.endpoints).concat(boardEndpoint));
   return [...areas, docs];
 }

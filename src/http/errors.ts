@@ -7,7 +7,7 @@ export type ErrorShape = 'openai' | 'envelope' | 'plain';
 
 export function errorShapeFor(path: string): ErrorShape {
   if (path.startsWith('/v1/') || path === '/v1') return 'openai';
-  if (/^\/api\/(user|token|redemption|channel)(\/|$)/.test(path)) return 'envelope';
+  if (/^\/api\/(user|token|redemption|channel|log|status)(\/|$)/.test(path)) return 'envelope';
   return 'plain';
 }
 

@@ -6,6 +6,7 @@ import { unauthorized } from '../errors.js';
 import { metricsAuthorized, registry } from '../metrics.js';
 import { redisReady } from '../redis.js';
 import { withTimeout } from '../timeout.js';
+import { useLiteWorkersReady } from '../embeddings/use-lite-worker.js';
 
 export function healthRouter(p: Platform): ApiRouter {
   const router = new ApiRouter('Operations');
@@ -15,7 +16,7 @@ export function healthRouter(p: Platform): ApiRouter {
   const readyz = {
     method: 'get',
     path: '/readyz',
-    summary: 'Postgres and Redis answer',
+    summary: 'Postgres and Redis answer (and which built-in models workers have loaded)',
     auth: 'none',
     responses: { 200: 'ready', 503: 'a dependency is unavailable (which one is in checks)' },
   } as const;
@@ -28,8 +29,17 @@ export function healthRouter(p: Platform): ApiRouter {
       redisReady(p.redis).then((ok) => (ok ? 'ok' : 'unavailable')),
     ]);
     const ready = postgres === 'ok' && redis === 'ok';
+    // Informational, not part of readiness: the API serves use-lite calls as soon as a worker can.
+    const useLite = redis === 'ok' ? await withTimeout(useLiteWorkersReady(p), 1_000).catch(() => null) : null;
     ctx.status = ready ? 200 : 503;
-    ctx.body = { status: ready ? 'ready' : 'unavailable', checks: { postgres, redis } };
+    ctx.body = {
+      status: ready ? 'ready' : 'unavailable',
+      checks: { postgres, redis },
+      models: {
+        'use-lite':
+          useLite === null ? 'unknown' : useLite > 0 ? `loaded by ${useLite} worker process${useLite === 1 ? '' : 'es'}` : 'not loaded by any worker yet',
+      },
+    };
   });
   const metrics = {
     method: 'get',

@@ -1,17 +1,23 @@
 // The jobs API (status, server-sent events) and the one helper job-backed endpoints answer through.
 import { PassThrough } from 'node:stream';
+import type { Job } from 'bullmq';
 import type { Context } from 'koa';
+import { v7 as uuidv7 } from 'uuid';
 import type { Platform } from '../platform.js';
-import { jobView, type JobEvent } from '../jobs/client.js';
-import type { JobName, PayloadOf, ResultOf } from '../jobs/registry.js';
-import type { JobEnvelope } from '../jobs/wire.js';
+import { jobStates, jobView, STATE_MAP, type JobEvent } from '../jobs/client.js';
+import type { JobDefinition } from '../jobs/define.js';
+import { jobDefinitions, type JobName, type PayloadOf, type ResultOf } from '../jobs/registry.js';
+import { decodeFailure, type JobEnvelope } from '../jobs/wire.js';
+import { forgetJobs, listJobOwners, recordJobOwner } from '../logs/job-owners.js';
+import { getUser } from '../accounts/store.js';
 import { ROLE } from '../accounts/schema.js';
 import type { Principal } from '../accounts/auth.js';
 import { authorize } from './auth.js';
 import { ApiRouter, ok, plainError } from './route.js';
-import { AppError, badRequest, notFound } from '../errors.js';
+import { AppError, badRequest, forbidden, notFound } from '../errors.js';
 import { z } from 'zod';
 import { queueNames, type QueueName } from '../config.js';
+import { parse } from '../validate.js';
 
 /** `Prefer: respond-async` (RFC 7240) asks for 202 at once instead of waiting. */
 const prefersAsync = (ctx: Context) =>
@@ -36,7 +42,21 @@ export async function runJobForRequest<N extends JobName>(
   // A job that is meant to take long (a mail wait) is waited for at least that long.
   const waitMs = prefersAsync(ctx) ? 0 : Math.max(p.config.SYNC_WAIT_MS, opts.minWaitMs ?? 0);
   const sizeHint = ctx.request.rawBody === undefined ? undefined : Buffer.byteLength(ctx.request.rawBody);
-  const outcome = await p.jobs.run(name, payload, { owner: principal.user.id, requestId: ctx.state.requestId, waitMs, sizeHint });
+  // The job's owner is recorded before the job exists, so GET /api/jobs never misses one (jobs.run() with a known id).
+  const def = jobDefinitions[name] as JobDefinition;
+  const jobId = `${def.queue}-${uuidv7()}`;
+  await recordJobOwner(p.db, { jobId, ownerId: principal.user.id, queue: def.queue, name });
+  const meta = { owner: principal.user.id, requestId: ctx.state.requestId, sizeHint, jobId };
+  const wait = waitMs > 0 ? p.jobs.waitFor(jobId, waitMs) : undefined;
+  try {
+    await p.jobs.enqueue(name, payload, meta);
+  } catch (err) {
+    wait?.cancel();
+    await forgetJobs(p.db, [jobId]).catch(() => {});
+    throw err;
+  }
+  const done = wait ? await wait.promise : { done: false as const };
+  const outcome = done.done ? { jobId, done: true as const, result: done.result as ResultOf<N> } : { jobId, done: false as const };
   if (outcome.done) return outcome.result;
   let state = 'waiting';
   if (waitMs > 0) {
@@ -50,8 +70,101 @@ export async function runJobForRequest<N extends JobName>(
   return undefined;
 }
 
+/** A job in a listing: its status without the result (GET /api/jobs/{id} has that). */
+const jobSummary = jobView.omit({ result: true }).extend({ statusUrl: z.string() });
+type JobSummary = z.infer<typeof jobSummary>;
+
+const listQuery = z.object({
+  limit: z.coerce.number({ error: 'must be 1-100' }).int('must be 1-100').min(1, 'must be 1-100').max(100, 'must be 1-100').default(20),
+  cursor: z
+    .string()
+    .regex(/^\d{1,18}$/, 'must be the nextCursor of a previous page')
+    .optional(),
+  queue: z.enum(queueNames as readonly QueueName[] as [QueueName, ...QueueName[]], { error: `must be one of ${queueNames.join(', ')}` }).optional(),
+  state: z.enum(jobStates, { error: `must be one of ${jobStates.join(', ')}` }).optional(),
+  name: z.string().max(100, 'must be at most 100 characters').optional(),
+  user: z.coerce.number({ error: 'must be a user id' }).int('must be a user id').positive('must be a user id').max(2_147_483_647).optional(),
+});
+
+/** How many of a user's jobs one listing looks at, at most, to fill a page (a state filter may skip many). */
+const SCAN_LIMIT = 500;
+
+async function summarize(job: Job<JobEnvelope>): Promise<JobSummary> {
+  const state = STATE_MAP[await job.getState()] ?? 'waiting';
+  const failed = state === 'failed' ? decodeFailure(job.failedReason) : null;
+  return {
+    id: job.id!,
+    queue: job.queueName as QueueName,
+    name: job.name,
+    state,
+    progress: job.progress ?? 0,
+    error: failed ? { status: failed.status, message: failed.message, code: failed.code } : null,
+    attempts: job.attemptsMade,
+    createdAt: new Date(job.timestamp).toISOString(),
+    processedAt: job.processedOn ? new Date(job.processedOn).toISOString() : null,
+    finishedAt: job.finishedOn ? new Date(job.finishedOn).toISOString() : null,
+    statusUrl: `/api/jobs/${job.id}`,
+  };
+}
+
 export function jobsRouter(p: Platform): ApiRouter {
   const router = new ApiRouter('Jobs');
+
+  const list = {
+    method: 'get',
+    path: '/api/jobs',
+    summary: 'Your jobs, newest first (keyset pages: pass nextCursor as cursor); filters queue, state, name; admins may add user',
+    auth: 'user',
+    query: listQuery,
+    responses: {
+      200: ok('a page of jobs', z.object({ jobs: z.array(jobSummary), nextCursor: z.string().nullable() })),
+      400: ok('invalid filter', plainError),
+      403: ok('user given by a non-admin, or a user not below your role', plainError),
+    },
+  } as const;
+  router.endpoint(list, async (ctx) => {
+    const principal = await authorize(ctx, p);
+    const q = parse(listQuery, ctx.query);
+    let ownerId = principal.user.id;
+    if (q.user !== undefined && q.user !== principal.user.id) {
+      if (principal.user.role < ROLE.admin) throw forbidden("Only admins may list another user's jobs", { code: 'insufficient_role' });
+      const target = await getUser(p.db, q.user);
+      if (!target) throw notFound('User not found');
+      if (principal.user.role < ROLE.root && target.role >= principal.user.role)
+        throw forbidden('Cannot list the jobs of a user whose role is equal to or above your own', { code: 'role_too_high' });
+      ownerId = target.id;
+    }
+    const jobs: JobSummary[] = [];
+    let before = q.cursor === undefined ? undefined : Number(q.cursor);
+    let scanned = 0;
+    let more = true;
+    while (jobs.length < q.limit && scanned < SCAN_LIMIT) {
+      const batchSize = Math.min(100, SCAN_LIMIT - scanned);
+      const rows = await listJobOwners(p.db, { ownerId, queue: q.queue, name: q.name, beforeSeq: before, limit: batchSize });
+      const found = await Promise.all(rows.map((r) => p.jobs.getJob(r.job_id)));
+      // Jobs BullMQ trimmed (past their retention) are gone: so go their rows.
+      await forgetJobs(
+        p.db,
+        rows.filter((_, i) => !found[i]).map((r) => r.job_id),
+      );
+      const views = await Promise.all(found.map((job) => (job ? summarize(job) : undefined)));
+      for (let i = 0; i < rows.length && jobs.length < q.limit; i++) {
+        before = rows[i]!.seq;
+        scanned++;
+        const v = views[i];
+        if (v && (!q.state || v.state === q.state)) jobs.push(v);
+      }
+      if (rows.length < batchSize && before === rows.at(-1)?.seq) {
+        more = false;
+        break;
+      }
+      if (rows.length === 0) {
+        more = false;
+        break;
+      }
+    }
+    ctx.body = { jobs, nextCursor: more && before !== undefined ? String(before) : null };
+  });
 
   /** The job, if the caller may see it: its submitter or an admin. Anyone else: 404. */
   async function visibleJob(ctx: Context) {

@@ -69,7 +69,7 @@ export function openApiDocument(endpoints: readonly Endpoint[]): unknown {
       title: 'Switchyard',
       version: '0.1.0',
       description:
-        "Job-queue backed API: an OpenAI-compatible embeddings gateway with upstream channels, one-api compatible accounts (users, API keys, redemption codes), a content store and mail operations. Errors: /v1 uses OpenAI's {error:{message,type,param,code}}; /api/user|token|redemption|channel the {success,message} envelope; everything else {error}.",
+        "Job-queue backed API: an OpenAI-compatible embeddings gateway with upstream channels, one-api compatible accounts (users, API keys, redemption codes), a content store and mail operations. Errors: /v1 uses OpenAI's {error:{message,type,param,code}}; /api/user|token|redemption|channel|log and /api/status the {success,message} envelope; everything else {error}.",
     },
     components: {
       securitySchemes: {

@@ -8,7 +8,7 @@ import type { Db } from '../db.js';
 import { AppError, serviceUnavailable, toAppError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Redis } from '../redis.js';
-import { createRedis } from '../redis.js';
+import { createRedis, redisKeys, subscribeTo } from '../redis.js';
 import { withTimeout } from '../timeout.js';
 import type { JobDefinition } from './define.js';
 import { jobDefinitions, type JobName, type PayloadOf, type ResultOf } from './registry.js';
@@ -57,7 +57,8 @@ export function defaultJobOptions(config: Config): JobsOptions {
 
 const resultMissing = () => new AppError(500, 'The result of this job is gone (job_results row expired or removed)', { code: 'result_missing' });
 
-const STATE_MAP: Record<string, JobState> = {
+/** BullMQ's job states as the jobs API names them. */
+export const STATE_MAP: Record<string, JobState> = {
   waiting: 'waiting',
   prioritized: 'waiting',
   'waiting-children': 'waiting',
@@ -86,11 +87,12 @@ export class JobClient {
     private readonly log: Logger,
     private readonly db: Db,
   ) {
-    this.replyChannel = `${config.QUEUE_PREFIX}:replies:${uuidv7()}`;
+    // A channel of its own (on a cluster, in a slot of its own: replies to many API processes spread over the masters).
+    this.replyChannel = redisKeys(config).of('replies', uuidv7());
     for (const name of queueNames) {
       const queue = new Queue(name, {
         connection: producer,
-        prefix: config.QUEUE_PREFIX,
+        prefix: redisKeys(config).queuePrefix(name),
         defaultJobOptions: defaultJobOptions(config),
         skipWaitingForReady: true,
       });
@@ -102,9 +104,10 @@ export class JobClient {
   /** Starts listening for job events (API processes only). */
   async listen(): Promise<void> {
     if (this.events.size || this.replies) return;
-    this.eventsRedis = createRedis(this.config.REDIS_URL, 'worker', 'events');
-    this.replies = createRedis(this.config.REDIS_URL, 'worker', 'replies');
-    this.replies.on('message', (_channel: string, message: string) => {
+    this.eventsRedis = createRedis(this.config, 'worker', 'events');
+    this.replies = createRedis(this.config, 'worker', 'replies', { subscriber: true });
+    await this.replies.connect();
+    await subscribeTo(this.replies, this.replyChannel, (message) => {
       try {
         const reply = JSON.parse(message) as DirectReply;
         if ('error' in reply) this.emit(reply.id, { type: 'failed', error: AppError.fromJSON(reply.error) });
@@ -114,14 +117,12 @@ export class JobClient {
         this.log.warn({ err }, 'unreadable job reply');
       }
     });
-    await this.replies.connect();
-    await this.replies.subscribe(this.replyChannel);
     const ready: Promise<unknown>[] = [];
     const defs = Object.values(jobDefinitions as Record<string, JobDefinition>);
     for (const name of queueNames) {
       // A queue whose jobs all reply directly has no events anyone waits for.
       if (defs.some((d) => d.queue === name) && defs.filter((d) => d.queue === name).every((d) => d.reply === 'direct')) continue;
-      const qe = new QueueEvents(name, { connection: this.eventsRedis, prefix: this.config.QUEUE_PREFIX });
+      const qe = new QueueEvents(name, { connection: this.eventsRedis, prefix: redisKeys(this.config).queuePrefix(name) });
       qe.on('error', (err) => this.log.warn({ err, queue: name }, 'queue events error'));
       qe.on('completed', ({ jobId, returnvalue }) => {
         // A 'direct' job's result came over pub/sub; its stored value is only the marker.

@@ -2,7 +2,7 @@
 // filling a queue's workers. Slots are a Redis sorted set per (queue, owner) of job ids scored by
 // lease expiry, taken atomically by a Lua script and renewed while the job runs, so a crashed
 // worker's slot lapses by itself.
-import type { Redis } from '../redis.js';
+import type { Redis, RedisKeys } from '../redis.js';
 
 // KEYS[1] the owner's set; ARGV: now, lease expiry, job id, limit, key ttl ms.
 const ACQUIRE = `
@@ -17,13 +17,13 @@ return 0`;
 export class OwnerSlots {
   constructor(
     private readonly redis: Redis,
-    private readonly prefix: string,
+    private readonly keys: RedisKeys,
     /** How long a slot holds without renewal (a dead worker's slot frees after this). */
     private readonly leaseMs: number,
   ) {}
 
   private key(queue: string, owner: number): string {
-    return `${this.prefix}:owner-slots:${queue}:${owner}`;
+    return this.keys.of('owner-slots', `${queue}:${owner}`);
   }
 
   /** Takes one of `limit` slots for the job; false when the owner already runs `limit` jobs. */

@@ -1,8 +1,9 @@
 // Every area's processors, by area: what worker processes run (the API never loads this).
 import os from 'node:os';
 import { contentProcessors } from '../content/processors.js';
-import { embeddingsProcessors } from '../embeddings/processors.js';
+import { embeddingsProcessors, warmUpEmbeddings } from '../embeddings/processors.js';
 import type { QueueName } from '../config.js';
+import type { Platform } from '../platform.js';
 import { mailProcessors, warmUpMail } from '../mail/processors.js';
 import type { ProcessorMap } from './processor.js';
 
@@ -18,6 +19,7 @@ export const processorMaps: Record<string, ProcessorMap> = {
 };
 
 /** Work a worker does once at start for a queue it consumes, before taking jobs (loading, compiling). */
-export const queueWarmUps: Partial<Record<QueueName, () => Promise<void>>> = {
+export const queueWarmUps: Partial<Record<QueueName, (p: Platform) => Promise<void>>> = {
+  embeddings: warmUpEmbeddings,
   mail: warmUpMail,
 };

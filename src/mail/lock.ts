@@ -13,7 +13,7 @@ const RENEW = `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('
  * lock frees it when the lease runs out (LEASE_MS), since nobody renews it any more.
  */
 export async function withMailboxLock<T>(p: Platform, accountId: number, waitMs: number, fn: () => Promise<T>): Promise<T> {
-  const key = `${p.keyPrefix}:mailbox-lock:${accountId}`;
+  const key = p.keys.of('mailbox-lock', accountId);
   const token = randomUUID();
   const deadline = Date.now() + waitMs;
   for (;;) {

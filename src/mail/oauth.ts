@@ -16,7 +16,7 @@ interface TokenAnswer {
 const EARLY_MS = 5 * 60_000;
 const inFlight = new Map<string, Promise<string>>();
 
-const cacheKey = (p: Platform, clientId: string, refreshToken: string) => `${p.keyPrefix}:ms-token:${sha256Hex(`${clientId}\u0000${refreshToken}`)}`;
+const cacheKey = (p: Platform, clientId: string, refreshToken: string) => p.keys.of('ms-token', sha256Hex(`${clientId}\u0000${refreshToken}`));
 
 /**
  * An access token for IMAP/SMTP. Served from Redis while valid; otherwise one refresh-token

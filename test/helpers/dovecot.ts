@@ -6,6 +6,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { ImapFlow } from 'imapflow';
+import { stopWatched } from './spawn.js';
 
 const DOVECOT_BIN = '/usr/sbin/dovecot';
 
@@ -260,24 +261,8 @@ if [ -e "$3/.stopping" ]; then rm -rf "$3"; else kill "$watcher" 2>/dev/null; fi
 exit $code
 `;
 
-async function stopChild(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  await new Promise<void>((resolve) => {
-    // The watchdog and Dovecot share a process group (detached), so a stuck shutdown can be ended as a whole.
-    const timer = setTimeout(() => {
-      try {
-        process.kill(-child.pid!, 'SIGKILL');
-      } catch {
-        /* already gone */
-      }
-    }, 15_000);
-    child.once('exit', () => {
-      clearTimeout(timer);
-      resolve();
-    });
-    child.stdin!.end();
-  });
-}
+// The watchdog and Dovecot share a process group (detached), so a stuck shutdown can be ended as a whole.
+const stopChild = (child: ChildProcess) => stopWatched(child, 15_000);
 
 export async function startDovecot(opts: StartDovecotOptions = {}): Promise<DovecotServer> {
   const accounts = systemAccounts();

@@ -23,6 +23,8 @@ export function fakeVector(text: string, dims = 4): number[] {
 export class FakeOpenAI {
   readonly calls: UpstreamCall[] = [];
   behaviour: Behaviour = { kind: 'ok', reportUsage: true };
+  /** Vectors to answer for given input texts, written into the JSON exactly as given; fakeVector for the rest. */
+  readonly fixed = new Map<string, number[]>();
   private server?: http.Server;
   url = '';
 
@@ -50,7 +52,7 @@ export class FakeOpenAI {
         res.end(
           JSON.stringify({
             object: 'list',
-            data: inputs.map((text, index) => ({ object: 'embedding', index, embedding: fakeVector(text, dims) })).reverse(),
+            data: inputs.map((text, index) => ({ object: 'embedding', index, embedding: this.fixed.get(text) ?? fakeVector(text, dims) })).reverse(),
             model: body.model,
             ...(b.reportUsage === false ? {} : { usage: { prompt_tokens: inputs.length * 10, total_tokens: inputs.length * 10 } }),
           }),

@@ -85,6 +85,8 @@ export async function createTestEnv(opts: { embedded?: boolean; env?: Record<str
     REDIS_AUTOSTART: 'false',
     // Dovecot, the SMTP sink and the fake upstreams listen on loopback, which the outbound policy refuses.
     OUTBOUND_ALLOWLIST: '127.0.0.1',
+    // Test workers load use-lite on the first use-lite job, not at start: most tests never use it.
+    USE_LITE_PRELOAD: 'false',
     ...(db ? { DATABASE_URL: db.url } : {}),
     ...opts.env,
   };

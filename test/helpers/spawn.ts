@@ -78,3 +78,25 @@ export async function spawnServer(args: string[], env: Record<string, string | u
   const port = JSON.parse(line).port as number;
   return Object.assign(s, { url: `http://127.0.0.1:${port}` });
 }
+
+/**
+ * Stops a helper started behind a watchdog shell (Dovecot, PgBouncer, the Redis Cluster): closing its stdin
+ * tells the watchdog to stop it; past `graceMs` the whole process group (started detached) is killed.
+ */
+export async function stopWatched(child: ChildProcess, graceMs: number): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  await new Promise<void>((resolve) => {
+    const timer = setTimeout(() => {
+      try {
+        process.kill(-child.pid!, 'SIGKILL');
+      } catch {
+        /* already gone */
+      }
+    }, graceMs);
+    child.once('exit', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+    child.stdin!.end();
+  });
+}

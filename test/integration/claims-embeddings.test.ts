@@ -2,12 +2,12 @@
 // auto-disable on 403, timeouts, and what a call is charged. Real Postgres and Redis; fake upstreams on loopback.
 import { countTokens } from 'gpt-tokenizer/encoding/cl100k_base';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { float32ToString } from '../../src/embeddings/float32.js';
 import { embedLocalHash } from '../../src/embeddings/local-hash.js';
-import { startWorkers } from '../../workers/index.js';
 import { FakeOpenAI } from '../helpers/fake-openai.js';
 import { HttpClient } from '../helpers/http.js';
 import { startTestApp, type TestApp } from '../helpers/services.js';
-import { spawnEntry, type Spawned } from '../helpers/spawn.js';
+import { spawnServer, type Spawned } from '../helpers/spawn.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -24,6 +24,7 @@ async function payer(app: TestApp, username: string, quota: number) {
   await session.login(username, `${username}-password`);
   const key = (await session.post('/api/token/', { name: 'k', unlimited_quota: true })).body.data.key as string;
   return {
+    key,
     v1: app.anon.withAuth(`Bearer ${key}`),
     quota: async () => (await session.get('/api/user/self')).body.data.quota as number,
   };
@@ -60,7 +61,7 @@ describe('coalescing local-model calls', () => {
     const answers = await Promise.all(texts.map((input) => v1.post('/v1/embeddings', { model: 'local-hash-v1', input, dimensions: 8 })));
     answers.forEach((a, i) => {
       expect(a.status, a.text).toBe(200);
-      expect(a.body.data[0].embedding).toEqual(Array.from(embedLocalHash(texts[i]!, 8)));
+      expect(a.body.data[0].embedding).toEqual(Array.from(embedLocalHash(texts[i]!, 8), (x) => Number(float32ToString(x))));
     });
     const queue = t.platform.jobs.queues.get('embeddings')!;
     const jobs = (await queue.getJobs(['completed', 'failed', 'active', 'waiting', 'delayed'], 0, -1))
@@ -161,7 +162,7 @@ describe('pricing', () => {
 });
 
 describe('an upstream that does not answer within UPSTREAM_TIMEOUT_MS (400 ms here)', () => {
-  it('answers 504 (not 502, not 202) once the job has tried the channel 3 times', async () => {
+  it('answers 504 (not 502, not 202) once the channel has been tried 3 times', async () => {
     const { v1 } = await payer(t, 'timeout-caller', 1_000_000);
     await addChannel(t, { name: 'hangs', base_url: upA.url, models: 'hang-model', price: 1 });
     upA.behaviour = { kind: 'hang' };
@@ -173,7 +174,7 @@ describe('an upstream that does not answer within UPSTREAM_TIMEOUT_MS (400 ms he
   });
 });
 
-describe('/v1 when the job outlives SYNC_WAIT_MS', () => {
+describe('/v1 when the relay outlives SYNC_WAIT_MS', () => {
   let slow: TestApp;
   let hanging: FakeOpenAI;
   beforeAll(async () => {
@@ -198,45 +199,39 @@ describe('/v1 when the job outlives SYNC_WAIT_MS', () => {
   });
 });
 
-describe('cool-downs are kept in Redis, shared by all worker processes', () => {
+describe('cool-downs are kept in Redis, shared by all API processes', () => {
   let app: TestApp;
-  let child: Spawned | undefined;
+  let other: (Spawned & { url: string }) | undefined;
   let rl: FakeOpenAI;
   let spare: FakeOpenAI;
   beforeAll(async () => {
     rl = await new FakeOpenAI().start();
     spare = await new FakeOpenAI().start();
-    // The API alone: which process runs each job is chosen below.
-    app = await startTestApp({ workers: false });
+    app = await startTestApp();
   });
   afterAll(async () => {
-    await child?.stop('SIGKILL');
+    await other?.stop('SIGKILL');
     await app?.close();
     await rl?.stop();
     await spare?.stop();
   });
 
-  it('a channel set aside by a 429 in one worker process is skipped by a worker in another process', async () => {
-    const { v1 } = await payer(app, 'shared-cooldown', 1_000_000);
+  it('a channel set aside by a 429 in one API process is skipped by another API process', async () => {
+    const { v1, key } = await payer(app, 'shared-cooldown', 1_000_000);
     await addChannel(app, { name: 'rl-shared', base_url: rl.url, models: 'shared-model', priority: 10, price: 1 });
     await addChannel(app, { name: 'spare-shared', base_url: spare.url, models: 'shared-model', priority: 1, price: 1 });
     rl.behaviour = { kind: 'status', status: 429, retryAfter: '60' };
 
-    // Process 1: a real worker process (workers/main.ts) meets the 429.
-    child = spawnEntry('worker', [], { ...app.testEnv.env, WORKER_QUEUES: 'embeddings', LOG_LEVEL: 'info' });
-    await child.waitFor(/workers started/);
-    expect((await v1.post('/v1/embeddings', { model: 'shared-model', input: 'first' })).status).toBe(200);
+    // Process 1: a real API process (src/server.ts api) meets the 429.
+    other = await spawnServer(['api'], app.testEnv.env);
+    const viaOther = new HttpClient(other.url).withAuth(`Bearer ${key}`);
+    expect((await viaOther.post('/v1/embeddings', { model: 'shared-model', input: 'first' })).status).toBe(200);
     expect([rl.calls.length, spare.calls.length]).toEqual([1, 1]);
-    expect((await child.stop('SIGTERM')).code).toBe(0);
+    expect((await other.stop('SIGTERM')).code).toBe(0);
 
-    // Process 2: this test process's own worker, which never saw the 429, skips the channel.
+    // Process 2: this test process's API, which never saw the 429, skips the channel.
     rl.behaviour = { kind: 'ok' };
-    const local = await startWorkers(app.platform, ['embeddings']);
-    try {
-      expect((await v1.post('/v1/embeddings', { model: 'shared-model', input: 'second' })).status).toBe(200);
-      expect([rl.calls.length, spare.calls.length]).toEqual([1, 2]);
-    } finally {
-      await local.close(5_000);
-    }
+    expect((await v1.post('/v1/embeddings', { model: 'shared-model', input: 'second' })).status).toBe(200);
+    expect([rl.calls.length, spare.calls.length]).toEqual([1, 2]);
   });
 });

@@ -200,7 +200,11 @@ describe('request ids and probes', () => {
 
   it('/healthz and /readyz', async () => {
     expect((await t.anon.get('/healthz')).body).toEqual({ status: 'ok' });
-    expect((await t.anon.get('/readyz')).body).toEqual({ status: 'ready', checks: { postgres: 'ok', redis: 'ok' } });
+    expect((await t.anon.get('/readyz')).body).toEqual({
+      status: 'ready',
+      checks: { postgres: 'ok', redis: 'ok' },
+      models: { 'use-lite': 'not loaded by any worker yet' },
+    });
   });
 });
 

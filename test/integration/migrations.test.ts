@@ -18,6 +18,8 @@ const TABLES = [
   'mail_messages',
   'mail_sends',
   'job_results',
+  'logs',
+  'job_owners',
 ];
 
 const envs: TestEnv[] = [];
@@ -33,7 +35,7 @@ for (const embedded of [false, true]) {
       const db = await createDb(parseConfig(env.env));
       try {
         const applied = await migrateLatest(db);
-        expect(applied).toEqual(['001_accounts', '002_content', '003_embeddings', '004_mail', '005_content_owner', '006_job_results']);
+        expect(applied).toEqual(['001_accounts', '002_content', '003_embeddings', '004_mail', '005_content_owner', '006_job_results', '007_logs']);
         for (const t of TABLES) expect(await db.schema.hasTable(t), t).toBe(true);
         // The counters' triggers work right after migrating.
         await db('content_items').insert({

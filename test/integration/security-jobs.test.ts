@@ -1,6 +1,7 @@
 // Issue 10, items 3 and 7: bounded embeddings work, large results by reference, no mail contents in Redis, no stranded payloads.
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { float32ToString } from '../../src/embeddings/float32.js';
 import { embedLocalHash } from '../../src/embeddings/local-hash.js';
 import { float32ToBase64, MAX_FLOATS_PER_REQUEST } from '../../src/embeddings/schema.js';
 import { buildMessage, startDovecot, type DovecotServer } from '../helpers/dovecot.js';
@@ -271,7 +272,7 @@ describe('large embeddings results travel by reference, not over the shared repl
       const started = performance.now();
       const res = await v1.post('/v1/embeddings', { model: 'local-hash-v1', input: 'a short one', dimensions: 8 });
       small.push({ status: res.status, ms: performance.now() - started });
-      expect(res.body.data?.[0].embedding).toEqual(Array.from(embedLocalHash('a short one', 8)));
+      expect(res.body.data?.[0].embedding).toEqual(Array.from(embedLocalHash('a short one', 8), (x) => Number(float32ToString(x))));
     }
     const res = await big;
     expect(res.status, res.text.slice(0, 300)).toBe(200);

@@ -1,0 +1,54 @@
+// The bench's OpenAI-compatible upstream (a remote party that cannot run here): answers every embeddings call
+// with a 1536-float unit vector per input, made from the text and printed as OpenAI prints them (shortest
+// float32 decimals): about the least work a real provider's HTTP front does per call.
+import http from 'node:http';
+import { float32ArrayToJson } from '../src/embeddings/float32.js';
+
+const DIMS = 1536;
+
+/** A unit vector that depends on the text, made and printed per input as a real provider would. */
+function vectorOf(text: string): string {
+  let seed = 2166136261;
+  for (let i = 0; i < text.length; i++) seed = Math.imul(seed ^ text.charCodeAt(i), 16777619) >>> 0;
+  const v = new Float32Array(DIMS);
+  let norm = 0;
+  for (let i = 0; i < DIMS; i++) {
+    seed = (Math.imul(seed, 1664525) + 1013904223) >>> 0;
+    v[i] = seed / 2 ** 32 - 0.5;
+    norm += v[i]! * v[i]!;
+  }
+  const scale = 1 / Math.sqrt(norm);
+  for (let i = 0; i < DIMS; i++) v[i]! *= scale;
+  return float32ArrayToJson(v);
+}
+
+const server = http.createServer((req, res) => {
+  if (req.method === 'GET') {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end('{"ok":true}');
+    return;
+  }
+  const chunks: Buffer[] = [];
+  req.on('data', (c: Buffer) => chunks.push(c));
+  req.on('end', () => {
+    let inputs: string[];
+    try {
+      const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { input: string | string[] };
+      inputs = Array.isArray(body.input) ? body.input : [body.input];
+    } catch {
+      res.writeHead(400, { 'content-type': 'application/json' });
+      res.end('{"error":{"message":"bad json","type":"invalid_request_error"}}');
+      return;
+    }
+    const data = inputs.map((text, index) => `{"object":"embedding","index":${index},"embedding":${vectorOf(text)}}`);
+    const tokens = inputs.reduce((n, text) => n + Math.ceil(text.length / 4), 0);
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(`{"object":"list","data":[${data.join(',')}],"model":"text-embedding-3-small","usage":{"prompt_tokens":${tokens},"total_tokens":${tokens}}}`);
+  });
+});
+server.keepAliveTimeout = 60_000;
+server.listen(Number(process.env.PORT ?? 0), '127.0.0.1', () => {
+  const a = server.address();
+  process.stdout.write(`${JSON.stringify({ listening: typeof a === 'object' && a ? a.port : 0 })}\n`);
+});
+process.on('SIGTERM', () => server.close(() => process.exit(0)));

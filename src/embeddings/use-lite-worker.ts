@@ -1,0 +1,77 @@
+// use-lite in a worker process: the model (loaded once), the batcher its jobs share, and the readiness
+// the API reports (/readyz) and the worker's own /metrics show.
+import os from 'node:os';
+import type { Platform } from '../platform.js';
+import { modelReady } from '../metrics.js';
+import { ModelBatcher } from './model-batcher.js';
+import { USE_LITE_MODEL } from './use-lite-text.js';
+import type { SentenceEncoder } from './use-lite.js';
+
+let loading: Promise<SentenceEncoder> | undefined;
+let batcher: ModelBatcher | undefined;
+let heartbeat: NodeJS.Timeout | undefined;
+
+modelReady.set({ model: USE_LITE_MODEL }, 0);
+
+/** The model, loaded on first use (TF.js itself is imported only then); a failed load is tried again next time. */
+function model(): Promise<SentenceEncoder> {
+  loading ??= import('./use-lite.js')
+    .then((m) => m.loadUseLite())
+    .then(
+      (encoder) => {
+        modelReady.set({ model: USE_LITE_MODEL }, 1);
+        return encoder;
+      },
+      (err) => {
+        loading = undefined;
+        throw err;
+      },
+    );
+  return loading;
+}
+
+/** The process's batcher: use-lite texts of every job running here share model calls. */
+export function useLiteBatcher(): ModelBatcher {
+  batcher ??= new ModelBatcher(model);
+  return batcher;
+}
+
+/** The Redis sorted set of workers that have use-lite loaded, scored by when they last said so. */
+export const useLiteReadyKey = (p: Platform) => p.keys.of('model-ready', USE_LITE_MODEL);
+/** How often a worker says so, and how long the API believes it. */
+export const READY_EVERY_MS = 10_000;
+export const READY_FOR_MS = 30_000;
+
+/** Once the model is loaded: tells Redis every 10 s that this process has it (the API's /readyz counts them). */
+export function announceUseLite(p: Platform): void {
+  if (heartbeat) return;
+  const me = `${os.hostname()}:${process.pid}`;
+  const beat = () => {
+    const now = Date.now();
+    void p.redis
+      .multi()
+      .zadd(useLiteReadyKey(p), now, me)
+      .zremrangebyscore(useLiteReadyKey(p), 0, now - READY_FOR_MS)
+      .exec()
+      .catch(() => {});
+  };
+  beat();
+  heartbeat = setInterval(beat, READY_EVERY_MS).unref();
+}
+
+/** Worker start (USE_LITE_PRELOAD): load the model before taking jobs, so the first call does not wait ~1 s for it. */
+export async function warmUpUseLite(p: Platform): Promise<void> {
+  if (!p.config.USE_LITE_PRELOAD) return;
+  try {
+    await model();
+    announceUseLite(p);
+  } catch (err) {
+    // The worker still serves local-hash-v1; use-lite jobs try the load again (and fail with its reason).
+    p.log.error({ err }, 'use-lite could not be loaded');
+  }
+}
+
+/** How many worker processes said within READY_FOR_MS that they have use-lite loaded (for the API's /readyz). */
+export async function useLiteWorkersReady(p: Platform): Promise<number> {
+  return p.redis.zcount(useLiteReadyKey(p), Date.now() - READY_FOR_MS, '+inf');
+}

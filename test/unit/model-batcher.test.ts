@@ -1,0 +1,60 @@
+// The worker's dynamic batching: texts of calls arriving together reach the model in one call, in order.
+import { describe, expect, it } from 'vitest';
+import { type BatchModel, ModelBatcher } from '../../src/embeddings/model-batcher.js';
+
+/** A model that records the batches it is given; each vector holds its text's length, so answers can be checked. */
+function recordingModel(delayMs = 0) {
+  const batches: string[][] = [];
+  const model: BatchModel = {
+    async embed(texts) {
+      batches.push([...texts]);
+      if (delayMs) await new Promise((r) => setTimeout(r, delayMs));
+      return texts.map((t) => Float32Array.from([t.length]));
+    },
+  };
+  return { batches, model };
+}
+
+describe('ModelBatcher', () => {
+  it('gives calls that arrive within the wait one model call, and each call its own vectors in order', async () => {
+    const { batches, model } = recordingModel();
+    const b = new ModelBatcher(async () => model, 256, 5);
+    const calls = [['a', 'bb'], ['ccc'], ['dddd', 'eeeee', 'ffffff']];
+    const answers = await Promise.all(calls.map((c) => b.embed(c)));
+    expect(batches).toEqual([['a', 'bb', 'ccc', 'dddd', 'eeeee', 'ffffff']]);
+    expect(answers.map((a) => a.map((v) => v[0]))).toEqual([[1, 2], [3], [4, 5, 6]]);
+  });
+
+  it('gathers what arrives while the model is busy into the next call', async () => {
+    const { batches, model } = recordingModel(30);
+    const b = new ModelBatcher(async () => model, 256, 1);
+    const first = b.embed(['first']);
+    await new Promise((r) => setTimeout(r, 10)); // the first call is now running
+    const later = await Promise.all([b.embed(['x']), b.embed(['y']), b.embed(['z'])]);
+    await first;
+    expect(batches).toEqual([['first'], ['x', 'y', 'z']]);
+    expect(later.map((a) => a.length)).toEqual([1, 1, 1]);
+  });
+
+  it('never puts more than maxTexts texts in a call, unless one request alone is bigger', async () => {
+    const { batches, model } = recordingModel();
+    const b = new ModelBatcher(async () => model, 4, 5);
+    await Promise.all([b.embed(['1', '2', '3']), b.embed(['4', '5']), b.embed(['6', '7', '8', '9', '10', '11'])]);
+    expect(batches.map((x) => x.length)).toEqual([3, 2, 6]);
+  });
+
+  it('fails every call of a batch the model fails, and carries on with the next', async () => {
+    let fail = true;
+    const model: BatchModel = {
+      async embed(texts) {
+        if (fail) throw new Error('model broke');
+        return texts.map(() => new Float32Array(1));
+      },
+    };
+    const b = new ModelBatcher(async () => model, 256, 2);
+    const results = await Promise.allSettled([b.embed(['a']), b.embed(['b'])]);
+    expect(results.map((r) => r.status)).toEqual(['rejected', 'rejected']);
+    fail = false;
+    expect(await b.embed(['c'])).toHaveLength(1);
+  });
+});
