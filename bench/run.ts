@@ -25,6 +25,12 @@ const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const ADMIN_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const REDIS_URL = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 8);
+/** BENCH_ONLY=relay,use-lite,store,logs,mail,scale runs only those (and the local-hash figure the others compare with); nothing goes to latest.jsonl then. */
+const ONLY = (process.env.BENCH_ONLY ?? '')
+  .split(',')
+  .map((x) => x.trim())
+  .filter(Boolean);
+const want = (section: string) => ONLY.length === 0 || ONLY.includes(section);
 const ITEMS = Number(process.env.BENCH_ITEMS ?? 1_000_000);
 
 const log = (msg: string) => {
@@ -224,180 +230,189 @@ async function main() {
     pass: mean(embeds) / mean(hellos) >= 0.25,
   });
 
-  // 1b. the gateway path: relaying to an upstream (its own process) vs calling it directly.
-  const upstreamPort = await freePort();
-  spawnNode('upstream', ['--import', 'tsx', 'bench/fake-upstream.ts'], { PORT: String(upstreamPort) });
-  await waitHttp(`http://127.0.0.1:${upstreamPort}/`);
-  await relayBench({ B, accessToken, key, upstream: `http://127.0.0.1:${upstreamPort}`, dbUrl, seconds: SECONDS, localHashRps: mean(embeds), report, log });
+  if (want('relay')) {
+    // 1b. the gateway path: relaying to an upstream (its own process) vs calling it directly.
+    const upstreamPort = await freePort();
+    spawnNode('upstream', ['--import', 'tsx', 'bench/fake-upstream.ts'], { PORT: String(upstreamPort) });
+    await waitHttp(`http://127.0.0.1:${upstreamPort}/`);
+    await relayBench({ B, accessToken, key, upstream: `http://127.0.0.1:${upstreamPort}`, dbUrl, seconds: SECONDS, localHashRps: mean(embeds), report, log });
+  }
 
-  // 1c. the trained model: through HTTP and the workers vs the raw model, and with a second worker.
-  await useLiteBench({
-    B,
-    key,
-    seconds: SECONDS,
-    addWorker: async () => {
-      const w = spawnNode('worker2', ['--max-old-space-size=1024', 'dist/workers/main.js'], { ...env, WORKER_QUEUES: 'embeddings' }, 'worker2');
-      return () => stop(w);
-    },
-    report,
-    log,
-  });
+  if (want('use-lite')) {
+    // 1c. the trained model: through HTTP and the workers vs the raw model, and with a second worker.
+    await useLiteBench({
+      B,
+      key,
+      seconds: SECONDS,
+      addWorker: async () => {
+        const w = spawnNode('worker2', ['--max-old-space-size=1024', 'dist/workers/main.js'], { ...env, WORKER_QUEUES: 'embeddings' }, 'worker2');
+        return () => stop(w);
+      },
+      report,
+      log,
+    });
+  }
 
-  // 2. content batch ingest vs raw multi-row INSERT of the same rows, 4 clients each.
-  log('content batch ingest vs raw multi-row INSERT (4 clients, 100 items per batch)');
-  const pool = new pg.Pool({ connectionString: dbUrl, max: 4 });
-  await pool.query('create table bench_raw_items (like content_items including all)');
-  const cols = ['id', 'source', 'url', 'title', 'summary', 'content', 'score', 'analyzed_by', 'analyzed_at', 'created_at', 'updated_at'];
-  let rawItems = 0;
-  let stopRaw = false;
-  const rawStart = performance.now();
-  const rawTimer = setTimeout(() => (stopRaw = true), SECONDS * 1000);
-  await Promise.all(
-    Array.from({ length: 4 }, async () => {
-      while (!stopRaw) {
-        const rows = Array.from({ length: 100 }, () => benchItem());
-        const values: unknown[] = [];
-        const tuples = rows.map((r, i) => {
-          const now = new Date();
-          values.push(crypto.randomUUID(), r.source, r.url, r.title, r.summary, r.content, r.score, r.analyzedBy, now, now, now);
-          return `(${cols.map((_, j) => `$${i * cols.length + j + 1}`).join(',')})`;
-        });
-        await pool.query(`insert into bench_raw_items (${cols.join(',')}) values ${tuples.join(',')}`, values);
-        rawItems += 100;
-      }
-    }),
-  );
-  clearTimeout(rawTimer);
-  const rawRate = rawItems / ((performance.now() - rawStart) / 1000);
-  await pool.query('drop table bench_raw_items');
-  const ingest = await load({
-    url: `${B}/api/content/batch`,
-    method: 'POST',
-    headers: { authorization: accessToken },
-    body: () => JSON.stringify(Array.from({ length: 100 }, () => benchItem())),
-    connections: 4,
-    durationMs: SECONDS * 1000,
-    warmupMs: 1000,
-  });
-  if (ingest.errors) throw new Error(`ingest errors: ${JSON.stringify(ingest.statuses)}`);
-  const ingestRate = ingest.rps * 100;
-  report({
-    name: 'content_batch_ingest_items_per_s',
-    value: ingestRate,
-    unit: 'items/s',
-    baseline: rawRate,
-    ratio: ingestRate / rawRate,
-    goal: '>= 0.5 of raw multi-row INSERT',
-    pass: ingestRate / rawRate >= 0.5,
-  });
-
-  // 3. job round trip p50: the platform's run() of a no-op vs raw BullMQ add + waitUntilFinished.
-  log('job round trip p50 vs raw BullMQ (sequential, in this process)');
-  const conn = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
-  const rawPrefix = `${prefix}-raw`;
-  const rq = new Queue('raw', { connection: conn, prefix: rawPrefix });
-  const rqe = new QueueEvents('raw', { connection: conn, prefix: rawPrefix });
-  const rw = new Worker('raw', async () => ({ ok: true }), { connection: conn, prefix: rawPrefix, concurrency: 4 });
-  await Promise.all([rqe.waitUntilReady(), rw.waitUntilReady()]);
-  const roundTrips = async (fn: () => Promise<unknown>) => {
-    for (let i = 0; i < 50; i++) await fn();
-    const lat: number[] = [];
-    for (let i = 0; i < 500; i++) {
-      const t = performance.now();
-      await fn();
-      lat.push(performance.now() - t);
-    }
-    return percentile(
-      lat.sort((a, b) => a - b),
-      50,
-    );
-  };
-  // A queue prefix of its own: only this process's worker takes these jobs, as only raw's takes raw's.
-  const config = parseConfig({ ...env, QUEUE_PREFIX: `${prefix}-rt`, LOG_LEVEL: 'silent', WORKER_QUEUES: 'content' });
-  const platform = await createPlatform(config, createLogger('silent'), { listenForJobs: true });
-  const ourWorkers = await startWorkers(platform, ['content']);
-  // Alternate the two, twice, so neither gets the quieter moment of the machine.
-  const rawP50s: number[] = [];
-  const ourP50s: number[] = [];
-  for (let round = 0; round < 2; round++) {
-    rawP50s.push(await roundTrips(async () => (await rq.add('noop', { n: 1 }, { removeOnComplete: true })).waitUntilFinished(rqe, 5_000)));
-    ourP50s.push(
-      await roundTrips(async () => {
-        const r = await platform.jobs.run('content.ping', {}, { owner: null, waitMs: 5_000 });
-        if (!r.done) throw new Error('ping did not finish');
+  if (want('store')) {
+    // 2. content batch ingest vs raw multi-row INSERT of the same rows, 4 clients each.
+    log('content batch ingest vs raw multi-row INSERT (4 clients, 100 items per batch)');
+    const pool = new pg.Pool({ connectionString: dbUrl, max: 4 });
+    await pool.query('create table bench_raw_items (like content_items including all)');
+    const cols = ['id', 'source', 'url', 'title', 'summary', 'content', 'score', 'analyzed_by', 'analyzed_at', 'created_at', 'updated_at'];
+    let rawItems = 0;
+    let stopRaw = false;
+    const rawStart = performance.now();
+    const rawTimer = setTimeout(() => (stopRaw = true), SECONDS * 1000);
+    await Promise.all(
+      Array.from({ length: 4 }, async () => {
+        while (!stopRaw) {
+          const rows = Array.from({ length: 100 }, () => benchItem());
+          const values: unknown[] = [];
+          const tuples = rows.map((r, i) => {
+            const now = new Date();
+            values.push(crypto.randomUUID(), r.source, r.url, r.title, r.summary, r.content, r.score, r.analyzedBy, now, now, now);
+            return `(${cols.map((_, j) => `$${i * cols.length + j + 1}`).join(',')})`;
+          });
+          await pool.query(`insert into bench_raw_items (${cols.join(',')}) values ${tuples.join(',')}`, values);
+          rawItems += 100;
+        }
       }),
     );
-  }
-  await ourWorkers.close(5_000);
-  await platform.close();
-  await rw.close();
-  await rqe.close();
-  await rq.obliterate({ force: true });
-  await rq.close();
-  conn.disconnect();
-  const rawP50 = Math.min(...rawP50s);
-  const ourP50 = Math.min(...ourP50s);
-  report({
-    name: 'job_round_trip_p50',
-    value: ourP50,
-    unit: 'ms',
-    baseline: rawP50,
-    ratio: ourP50 / rawP50,
-    goal: '<= 1.5x raw BullMQ',
-    pass: ourP50 / rawP50 <= 1.5,
-  });
+    clearTimeout(rawTimer);
+    const rawRate = rawItems / ((performance.now() - rawStart) / 1000);
+    await pool.query('drop table bench_raw_items');
+    const ingest = await load({
+      url: `${B}/api/content/batch`,
+      method: 'POST',
+      headers: { authorization: accessToken },
+      body: () => JSON.stringify(Array.from({ length: 100 }, () => benchItem())),
+      connections: 4,
+      durationMs: SECONDS * 1000,
+      warmupMs: 1000,
+    });
+    if (ingest.errors) throw new Error(`ingest errors: ${JSON.stringify(ingest.statuses)}`);
+    const ingestRate = ingest.rps * 100;
+    report({
+      name: 'content_batch_ingest_items_per_s',
+      value: ingestRate,
+      unit: 'items/s',
+      baseline: rawRate,
+      ratio: ingestRate / rawRate,
+      goal: '>= 0.5 of raw multi-row INSERT',
+      pass: ingestRate / rawRate >= 0.5,
+    });
 
-  // 4. list and stats latency at ITEMS items.
-  log(`seeding ${ITEMS} items (generate_series; the trigram index is built after the load)`);
-  const seedStart = Date.now();
-  const seed = new pg.Client({ connectionString: dbUrl });
-  await seed.connect();
-  await seed.query('drop index content_items_search_trgm');
-  const have = Number((await seed.query('select count(*) from content_items')).rows[0].count);
-  await seed.query(
-    `insert into content_items (id, source, url, title, summary, content, score, analyzed_by, analyzed_at, created_at, updated_at)
-     select gen_random_uuid(), (array['twitter','xiaohongshu','linuxdo','hackernews'])[1 + g % 4],
-       'https://seed.example/item/' || g, 'Item ' || g || ' 关于数据的标题',
-       'A summary of seeded item ' || g || ' about queues, embeddings and 中文内容 ' || (g % 997),
-       'Content of item ' || g || ': lorem ipsum dolor sit amet, 这是第' || g || '条内容 ' || md5(g::text),
-       round(((g::bigint * 7919) % 1001) / 100.0, 2), 'seed', now() - (g || ' seconds')::interval, now() - (g || ' seconds')::interval, now()
-     from generate_series(1, $1::int) g`,
-    [Math.max(0, ITEMS - have)],
-  );
-  await seed.query(
-    `create index content_items_search_trgm on content_items using gin ((coalesce(title, '') || E'\\x1f' || summary || E'\\x1f' || content) gin_trgm_ops)`,
-  );
-  await seed.query('analyze content_items');
-  const total = Number((await seed.query('select sum(count) as n from content_stats')).rows[0].n);
-  await seed.end();
-  log(`seeded in ${Math.round((Date.now() - seedStart) / 1000)} s; ${total} items`);
-  const latency = async (p: string, n = 300) => {
-    const lat: number[] = [];
-    for (let i = 0; i < n + 20; i++) {
-      const t = performance.now();
-      const r = await fetch(`${B}${p}`, { headers: { authorization: accessToken } });
-      await r.arrayBuffer();
-      if (!r.ok) throw new Error(`${p}: ${r.status}`);
-      if (i >= 20) lat.push(performance.now() - t);
+    // 3. job round trip p50: the platform's run() of a no-op vs raw BullMQ add + waitUntilFinished.
+    log('job round trip p50 vs raw BullMQ (sequential, in this process)');
+    const conn = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
+    const rawPrefix = `${prefix}-raw`;
+    const rq = new Queue('raw', { connection: conn, prefix: rawPrefix });
+    const rqe = new QueueEvents('raw', { connection: conn, prefix: rawPrefix });
+    const rw = new Worker('raw', async () => ({ ok: true }), { connection: conn, prefix: rawPrefix, concurrency: 4 });
+    await Promise.all([rqe.waitUntilReady(), rw.waitUntilReady()]);
+    const roundTrips = async (fn: () => Promise<unknown>) => {
+      for (let i = 0; i < 50; i++) await fn();
+      const lat: number[] = [];
+      for (let i = 0; i < 500; i++) {
+        const t = performance.now();
+        await fn();
+        lat.push(performance.now() - t);
+      }
+      return percentile(
+        lat.sort((a, b) => a - b),
+        50,
+      );
+    };
+    // A queue prefix of its own: only this process's worker takes these jobs, as only raw's takes raw's.
+    const config = parseConfig({ ...env, QUEUE_PREFIX: `${prefix}-rt`, LOG_LEVEL: 'silent', WORKER_QUEUES: 'content' });
+    const platform = await createPlatform(config, createLogger('silent'), { listenForJobs: true });
+    const ourWorkers = await startWorkers(platform, ['content']);
+    // Alternate the two, twice, so neither gets the quieter moment of the machine.
+    const rawP50s: number[] = [];
+    const ourP50s: number[] = [];
+    for (let round = 0; round < 2; round++) {
+      rawP50s.push(await roundTrips(async () => (await rq.add('noop', { n: 1 }, { removeOnComplete: true })).waitUntilFinished(rqe, 5_000)));
+      ourP50s.push(
+        await roundTrips(async () => {
+          const r = await platform.jobs.run('content.ping', {}, { owner: null, waitMs: 5_000 });
+          if (!r.done) throw new Error('ping did not finish');
+        }),
+      );
     }
-    return percentile(
-      lat.sort((a, b) => a - b),
-      95,
-    );
-  };
-  const listP95 = await latency('/api/content?limit=100');
-  report({ name: 'content_list_p95_at_1m', value: listP95, unit: 'ms', goal: '<= 20 ms', pass: listP95 <= 20, note: `${total} items` });
-  const statsP95 = await latency('/api/stats');
-  report({ name: 'stats_p95_at_1m', value: statsP95, unit: 'ms', goal: '<= 5 ms', pass: statsP95 <= 5, note: `${total} items` });
+    await ourWorkers.close(5_000);
+    await platform.close();
+    await rw.close();
+    await rqe.close();
+    await rq.obliterate({ force: true });
+    await rq.close();
+    conn.disconnect();
+    const rawP50 = Math.min(...rawP50s);
+    const ourP50 = Math.min(...ourP50s);
+    report({
+      name: 'job_round_trip_p50',
+      value: ourP50,
+      unit: 'ms',
+      baseline: rawP50,
+      ratio: ourP50 / rawP50,
+      goal: '<= 1.5x raw BullMQ',
+      pass: ourP50 / rawP50 <= 1.5,
+    });
 
-  // 4b. usage logs: /api/log/self and /api/log/stat p95 at 5,000,000 rows, logging's share of local-hash-v1 (bench/logs.ts).
-  await logsBench({ base: B, dbUrl, accessToken, key, report, log });
+    // 4. list and stats latency at ITEMS items.
+    log(`seeding ${ITEMS} items (generate_series; the trigram index is built after the load)`);
+    const seedStart = Date.now();
+    const seed = new pg.Client({ connectionString: dbUrl });
+    await seed.connect();
+    await seed.query('drop index content_items_search_trgm');
+    const have = Number((await seed.query('select count(*) from content_items')).rows[0].count);
+    await seed.query(
+      `insert into content_items (id, source, url, title, summary, content, score, analyzed_by, analyzed_at, created_at, updated_at)
+       select gen_random_uuid(), (array['twitter','xiaohongshu','linuxdo','hackernews'])[1 + g % 4],
+         'https://seed.example/item/' || g, 'Item ' || g || ' 关于数据的标题',
+         'A summary of seeded item ' || g || ' about queues, embeddings and 中文内容 ' || (g % 997),
+         'Content of item ' || g || ': lorem ipsum dolor sit amet, 这是第' || g || '条内容 ' || md5(g::text),
+         round(((g::bigint * 7919) % 1001) / 100.0, 2), 'seed', now() - (g || ' seconds')::interval, now() - (g || ' seconds')::interval, now()
+       from generate_series(1, $1::int) g`,
+      [Math.max(0, ITEMS - have)],
+    );
+    await seed.query(
+      `create index content_items_search_trgm on content_items using gin ((coalesce(title, '') || E'\\x1f' || summary || E'\\x1f' || content) gin_trgm_ops)`,
+    );
+    await seed.query('analyze content_items');
+    const total = Number((await seed.query('select sum(count) as n from content_stats')).rows[0].n);
+    await seed.end();
+    log(`seeded in ${Math.round((Date.now() - seedStart) / 1000)} s; ${total} items`);
+    const latency = async (p: string, n = 300) => {
+      const lat: number[] = [];
+      for (let i = 0; i < n + 20; i++) {
+        const t = performance.now();
+        const r = await fetch(`${B}${p}`, { headers: { authorization: accessToken } });
+        await r.arrayBuffer();
+        if (!r.ok) throw new Error(`${p}: ${r.status}`);
+        if (i >= 20) lat.push(performance.now() - t);
+      }
+      return percentile(
+        lat.sort((a, b) => a - b),
+        95,
+      );
+    };
+    const listP95 = await latency('/api/content?limit=100');
+    report({ name: 'content_list_p95_at_1m', value: listP95, unit: 'ms', goal: '<= 20 ms', pass: listP95 <= 20, note: `${total} items` });
+    const statsP95 = await latency('/api/stats');
+    report({ name: 'stats_p95_at_1m', value: statsP95, unit: 'ms', goal: '<= 5 ms', pass: statsP95 <= 5, note: `${total} items` });
+  }
+
+  if (want('logs')) {
+    // 4b. usage logs: /api/log/self and /api/log/stat p95 at 5,000,000 rows, logging's share of local-hash-v1 (bench/logs.ts).
+    await logsBench({ base: B, dbUrl, accessToken, key, report, log });
+  }
 
   // 5. mail fetch jobs/s with one, then two, worker processes, against Dovecot behind a delay.
-  log('mail fetch scaling: 1 vs 2 worker processes (Dovecot behind a 20 ms each-way delay)');
-  const mailFigure = await mailScaling(B, accessToken);
-  report(mailFigure);
-  for (const f of await scaleFigures({ adminUrl: ADMIN_URL, redisUrl: REDIS_URL, seconds: SECONDS, log })) report(f);
+  if (want('mail')) {
+    log('mail fetch scaling: 1 vs 2 worker processes (Dovecot behind a 20 ms each-way delay)');
+    report(await mailScaling(B, accessToken));
+  }
+  if (want('scale')) for (const f of await scaleFigures({ adminUrl: ADMIN_URL, redisUrl: REDIS_URL, seconds: SECONDS, log })) report(f);
 
   // 6. memory under the load above.
   const max = (kind: string) => Math.max(0, ...[...rssMax].filter(([k]) => k.startsWith(`${kind}:`)).map(([, v]) => v)) / 1024 / 1024;
@@ -555,7 +570,8 @@ function saveResults(): string {
   const text = `${[run, ...figures].map((x) => JSON.stringify(x)).join('\n')}\n`;
   const file = path.join(dir, `${run.run.at.replace(/[:.]/g, '-')}.jsonl`);
   fs.writeFileSync(file, text);
-  fs.writeFileSync(path.join(dir, 'latest.jsonl'), text);
+  // A partial run (BENCH_ONLY) is kept under its timestamp only.
+  if (ONLY.length === 0) fs.writeFileSync(path.join(dir, 'latest.jsonl'), text);
   return path.relative(ROOT, file);
 }
 

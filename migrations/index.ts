@@ -7,6 +7,7 @@ import * as m004 from './004_mail.js';
 import * as m005 from './005_content_owner.js';
 import * as m006 from './006_job_results.js';
 import * as m007 from './007_logs.js';
+import * as m008 from './008_quota_functions.js';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -21,6 +22,7 @@ const migrations: [string, Migration][] = [
   ['005_content_owner', m005],
   ['006_job_results', m006],
   ['007_logs', m007],
+  ['008_quota_functions', m008],
 ];
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -135,14 +135,13 @@ export function escapeLike(s: string): string {
 }
 
 /**
- * Lets a transaction commit without waiting for its WAL flush (synchronous_commit off, for that
- * transaction only: SET LOCAL, so it also holds behind a transaction-pooling PgBouncer). What it wrote
- * still commits all together or not at all, and a crash of a Switchyard process loses nothing committed;
- * only a crash of Postgres itself can lose its last fraction of a second of such commits. Used where that
- * is harmless (quota charges, lost in the users' favour; cache rows) and waiting is not: a charge waiting
- * for its flush kept a busy key's user row locked through one disk write per call, ~70 priced calls/s
- * for one key (npm run bench).
+ * A SQL expression that makes the statement's transaction commit without waiting for its WAL flush
+ * (synchronous_commit off, for that transaction only, so it also holds behind a transaction-pooling
+ * PgBouncer). Put it in a CTE or WHERE of a single statement. What the statement wrote still commits
+ * all together or not at all, and a crash of a Switchyard process loses nothing committed; only a crash
+ * of Postgres itself can lose its last fraction of a second of such commits. Used where that is harmless
+ * (quota charges, lost in the users' favour; cache rows) and waiting is not: a charge waiting for its
+ * flush kept a busy key's user row locked through one disk write per call, ~70 priced calls/s for one
+ * key (npm run bench).
  */
-export async function commitWithoutFlush(trx: Knex.Transaction): Promise<void> {
-  await trx.raw('set local synchronous_commit = off');
-}
+export const NO_FLUSH = "set_config('synchronous_commit', 'off', true)";

@@ -1,11 +1,12 @@
 // Knex queries of accounts: users, sessions, API tokens, redemption codes, quota.
-import { commitWithoutFlush, escapeLike, type Db } from '../db.js';
+import type { Knex } from 'knex';
+import { escapeLike, NO_FLUSH, type Db } from '../db.js';
 import { conflict } from '../errors.js';
 import type { CreateTokenInput, CreateUserInput, RedemptionRow, TokenRow, UpdateTokenInput, UserRow, UserView } from './schema.js';
 import { REDEMPTION_STATUS, ROLE, usernameKey } from './schema.js';
 import { redemptionEntry } from '../logs/entries.js';
 import type { LogEntry } from '../logs/schema.js';
-import { insertLogs } from '../logs/store.js';
+import { insertLogs, logsInsert } from '../logs/store.js';
 
 const nowSeconds = () => Math.floor(Date.now() / 1000);
 
@@ -278,8 +279,9 @@ export type QuotaShortfall = { ok: false; which: 'user' | 'token'; left: number 
 
 /**
  * Takes `amount` from the user's quota and, unless the token is unlimited, from the token's
- * remain_quota, in one transaction. Each UPDATE is conditional (quota >= amount), so concurrent
- * calls can never take a balance below zero: the loser gets a shortfall and nothing is taken.
+ * remain_quota: both or neither, in one statement (migration 008's switchyard_reserve_quota). Each
+ * UPDATE is conditional (quota >= amount), so concurrent calls can never take a balance below zero:
+ * the loser gets a shortfall and nothing is taken.
  */
 export async function reserveQuota(
   db: Db,
@@ -288,43 +290,26 @@ export async function reserveQuota(
   amount: number,
 ): Promise<{ ok: true } | QuotaShortfall> {
   if (amount <= 0) return { ok: true };
-  class Shortfall extends Error {
-    constructor(
-      readonly which: 'user' | 'token',
-      readonly left: number,
-    ) {
-      super('quota shortfall');
-    }
-  }
-  try {
-    await db.transaction(async (trx) => {
-      // Quota transactions do not wait for their WAL flush: see commitWithoutFlush.
-      await commitWithoutFlush(trx);
-      const user = await trx('users').where({ id: userId }).andWhere('quota', '>=', amount).decrement('quota', amount).returning('id');
-      if (user.length === 0) {
-        const row = await trx('users').where({ id: userId }).first('quota');
-        throw new Shortfall('user', Number(row?.quota ?? 0));
-      }
-      if (token && !token.unlimited) {
-        const tok = await trx('tokens').where({ id: token.id }).andWhere('remain_quota', '>=', amount).decrement('remain_quota', amount).returning('id');
-        if (tok.length === 0) {
-          const row = await trx('tokens').where({ id: token.id }).first('remain_quota');
-          // Throwing rolls back the user's part too.
-          throw new Shortfall('token', Number(row?.remain_quota ?? 0));
-        }
-      }
-    });
-    return { ok: true };
-  } catch (err) {
-    if (err instanceof Shortfall) return { ok: false, which: err.which, left: err.left };
-    throw err;
-  }
+  const limited = token && !token.unlimited ? token.id : null;
+  const { rows } = await db.raw<{ rows: { which: string; left_amount: string | number }[] }>(
+    'select which, left_amount from switchyard_reserve_quota(?, ?, ?)',
+    [userId, limited, amount],
+  );
+  const r = rows[0]!;
+  return r.which === 'ok' ? { ok: true } : { ok: false, which: r.which as 'user' | 'token', left: Number(r.left_amount) };
+}
+
+/** Runs CTEs (name → data-modifying statement) as one statement that commits without waiting for its flush. */
+async function oneStatement(db: Db, parts: [string, { sql: string; bindings: readonly unknown[] }][]): Promise<void> {
+  const ctes = [`flush as (select ${NO_FLUSH})`, ...parts.map(([name, q]) => `${name} as (${q.sql})`)];
+  await db.raw(`with ${ctes.join(', ')} select count(*) from flush`, parts.flatMap(([, q]) => [...q.bindings]) as Knex.RawBinding[]);
 }
 
 /**
  * Settles a reservation once the real cost is known: returns the difference (or takes the extra,
  * never below zero) and counts the spend in used_quota and request_count. `consume` is the call's
- * log row (src/logs): written in the same transaction, so the charge and its row exist together or not at all.
+ * log row (src/logs): written in the same statement, so the charge and its row exist together or not
+ * at all. One round trip, without waiting for the WAL flush (NO_FLUSH in src/db.ts).
  */
 export async function settleQuota(
   db: Db,
@@ -335,25 +320,30 @@ export async function settleQuota(
   consume?: LogEntry,
 ): Promise<void> {
   const delta = actual - reserved;
-  await db.transaction(async (trx) => {
-    await commitWithoutFlush(trx);
-    if (consume) await insertLogs(trx, [{ ...consume, quota: actual }]);
-    await trx('users')
-      .where({ id: userId })
-      .update({
-        quota: trx.raw('greatest(quota - ?, 0)', [delta]),
-        used_quota: trx.raw('used_quota + ?', [actual]),
-        request_count: trx.raw('request_count + 1'),
-      });
-    if (token) {
-      const patch: Record<string, unknown> = { used_quota: trx.raw('used_quota + ?', [actual]), accessed_time: Math.floor(Date.now() / 1000) };
-      if (!token.unlimited) patch.remain_quota = trx.raw('greatest(remain_quota - ?, 0)', [delta]);
-      await trx('tokens').where({ id: token.id }).update(patch);
-    }
-  });
+  const parts: [string, { sql: string; bindings: readonly unknown[] }][] = [];
+  if (consume) parts.push(['logged', logsInsert(db, [{ ...consume, quota: actual }]).toSQL()]);
+  parts.push([
+    'charged',
+    {
+      sql: 'update users set quota = greatest(quota - ?, 0), used_quota = used_quota + ?, request_count = request_count + 1 where id = ?',
+      bindings: [delta, actual, userId],
+    },
+  ]);
+  if (token) {
+    parts.push([
+      'spent',
+      token.unlimited
+        ? { sql: 'update tokens set used_quota = used_quota + ?, accessed_time = ? where id = ?', bindings: [actual, nowSeconds(), token.id] }
+        : {
+            sql: 'update tokens set used_quota = used_quota + ?, accessed_time = ?, remain_quota = greatest(remain_quota - ?, 0) where id = ?',
+            bindings: [actual, nowSeconds(), delta, token.id],
+          },
+    ]);
+  }
+  await oneStatement(db, parts);
 }
 
-/** Gives a whole reservation back (the call failed), writing the call's error row (src/logs) with it when given. */
+/** Gives a whole reservation back (the call failed), writing the call's error row (src/logs) with it when given; one statement. */
 export async function refundQuota(
   db: Db,
   userId: number,
@@ -362,11 +352,12 @@ export async function refundQuota(
   failure?: LogEntry,
 ): Promise<void> {
   if (reserved <= 0 && !failure) return;
-  await db.transaction(async (trx) => {
-    await commitWithoutFlush(trx);
-    if (failure) await insertLogs(trx, [failure]);
-    if (reserved <= 0) return;
-    await trx('users').where({ id: userId }).increment('quota', reserved);
-    if (token && !token.unlimited) await trx('tokens').where({ id: token.id }).increment('remain_quota', reserved);
-  });
+  const parts: [string, { sql: string; bindings: readonly unknown[] }][] = [];
+  if (failure) parts.push(['logged', logsInsert(db, [failure]).toSQL()]);
+  if (reserved > 0) {
+    parts.push(['refunded', { sql: 'update users set quota = quota + ? where id = ?', bindings: [reserved, userId] }]);
+    if (token && !token.unlimited)
+      parts.push(['refunded_key', { sql: 'update tokens set remain_quota = remain_quota + ? where id = ?', bindings: [reserved, token.id] }]);
+  }
+  await oneStatement(db, parts);
 }

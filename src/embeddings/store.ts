@@ -1,5 +1,6 @@
 // The embeddings cache: vectors by (model, dimensions, sha256(input)), so an input never goes upstream twice.
-import { commitWithoutFlush, type Db } from '../db.js';
+import type { Knex } from 'knex';
+import { NO_FLUSH, type Db } from '../db.js';
 
 export interface CachedVector {
   vector: Buffer;
@@ -17,13 +18,12 @@ export async function readCache(db: Db, model: string, dimensions: number, hashe
 
 export async function writeCache(db: Db, model: string, dimensions: number, rows: { hash: string; vector: Buffer; tokens: number }[]): Promise<void> {
   if (rows.length === 0) return;
-  const unique = new Map(rows.map((r) => [r.hash, r]));
-  // A cache row lost to a crash of Postgres is only asked for again: no need to wait for its flush.
-  await db.transaction(async (trx) => {
-    await commitWithoutFlush(trx);
-    await trx('embedding_cache')
-      .insert([...unique.values()].map((r) => ({ model, dimensions, input_hash: r.hash, vector: r.vector, tokens: r.tokens })))
-      .onConflict(['model', 'dimensions', 'input_hash'])
-      .ignore();
-  });
+  const unique = [...new Map(rows.map((r) => [r.hash, r])).values()];
+  // One statement, and a cache row lost to a crash of Postgres is only asked for again: no need to wait for its flush.
+  const insert = db('embedding_cache')
+    .insert(unique.map((r) => ({ model, dimensions, input_hash: r.hash, vector: r.vector, tokens: r.tokens })))
+    .onConflict(['model', 'dimensions', 'input_hash'])
+    .ignore()
+    .toSQL();
+  await db.raw(`with flush as (select ${NO_FLUSH}), cached as (${insert.sql}) select count(*) from flush`, insert.bindings as Knex.RawBinding[]);
 }

@@ -36,7 +36,12 @@ function toRow(db: Db, e: LogEntry) {
 /** Writes rows; pass a transaction to make them part of it (a charge and its consume row commit together or not at all). */
 export async function insertLogs(db: Db, entries: LogEntry[]): Promise<void> {
   if (entries.length === 0) return;
-  await db('logs').insert(entries.map((e) => toRow(db, e)));
+  await logsInsert(db, entries);
+}
+
+/** The INSERT of these rows, not yet run: for a statement that writes them with something else (quota). */
+export function logsInsert(db: Db, entries: LogEntry[]) {
+  return db('logs').insert(entries.map((e) => toRow(db, e)));
 }
 
 // ---------------------------------------------------------------------------------------------

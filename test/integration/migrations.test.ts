@@ -35,7 +35,16 @@ for (const embedded of [false, true]) {
       const db = await createDb(parseConfig(env.env));
       try {
         const applied = await migrateLatest(db);
-        expect(applied).toEqual(['001_accounts', '002_content', '003_embeddings', '004_mail', '005_content_owner', '006_job_results', '007_logs']);
+        expect(applied).toEqual([
+          '001_accounts',
+          '002_content',
+          '003_embeddings',
+          '004_mail',
+          '005_content_owner',
+          '006_job_results',
+          '007_logs',
+          '008_quota_functions',
+        ]);
         for (const t of TABLES) expect(await db.schema.hasTable(t), t).toBe(true);
         // The counters' triggers work right after migrating.
         await db('content_items').insert({
