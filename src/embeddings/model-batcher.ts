@@ -30,7 +30,7 @@ export class ModelBatcher {
   constructor(
     private readonly model: () => Promise<BatchModel>,
     private readonly maxTexts = 256,
-    private readonly maxWaitMs = 2,
+    private readonly maxWaitMs = 1,
   ) {}
 
   embed(texts: readonly string[]): Promise<Float32Array[]> {
