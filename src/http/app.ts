@@ -18,6 +18,7 @@ import { observeHttp } from '../metrics.js';
 import { docsRouter } from './openapi.js';
 import { jobsRouter } from './jobs.js';
 import { boardEndpoint, boardMiddleware } from './board.js';
+import { consoleMiddleware } from './console.js';
 import type { ApiRouter, Endpoint } from './route.js';
 
 export function createApp(p: Platform): Koa {
@@ -35,6 +36,8 @@ export function createApp(p: Platform): Koa {
   app.use(boardMiddleware(p));
   app.use(bodyParser(p.config.BODY_LIMIT_BYTES));
   app.use(root.routes());
+  // The web console: only requests no API route matched reach it, and only its own paths are answered.
+  app.use(consoleMiddleware());
   app.use(notFoundOrNotAllowed(root));
   return app;
 }

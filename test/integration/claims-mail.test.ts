@@ -477,13 +477,18 @@ describe('workers killed (SIGKILL) holding a mailbox or in the middle of a send'
   }
   /** Waits until a statement of the worker waits on a row lock of ours. */
   const blockedOn = (table: string) =>
-    until(`an update of ${table} to wait on our row lock`, async () => {
-      const { rows } = await db.query(
-        `select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock' and query ilike $1`,
-        [`update "${table}"%`],
-      );
-      return rows[0].n > 0;
-    });
+    // Generous: on a loaded machine a worker process can take many seconds between two statements.
+    until(
+      `an update of ${table} to wait on our row lock`,
+      async () => {
+        const { rows } = await db.query(
+          `select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock' and query ilike $1`,
+          [`update "${table}"%`],
+        );
+        return rows[0].n > 0;
+      },
+      45_000,
+    );
   const sendsOf = (subject: string) => smtp.received.filter((m) => m.parsed.subject === subject);
 
   beforeAll(async () => {

@@ -1,0 +1,140 @@
+// The one way the console talks to the API: same-origin fetch with the session cookie, errors made readable.
+import { t } from './i18n';
+
+/** An API call that did not succeed: what people are told is in describeError(). */
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    /** The server's own words (already a sentence meant for people), or '' when it said nothing usable. */
+    readonly detail: string,
+    readonly code?: string,
+    readonly retryAfter?: number,
+  ) {
+    super(detail || `HTTP ${status}`);
+  }
+}
+
+export interface ApiResponse<T> {
+  data: T;
+  status: number;
+  headers: Headers;
+}
+
+export interface CallOptions {
+  headers?: Record<string, string>;
+  signal?: AbortSignal;
+  /** Send this text as text/plain instead of JSON. */
+  text?: string;
+}
+
+/** Called when a session-authenticated call answers 401: the session ended. */
+let sessionEnded: () => void = () => {};
+export const onSessionEnded = (fn: () => void) => {
+  sessionEnded = fn;
+};
+
+/** The message the server put in any of the API's three error shapes. */
+function serverMessage(body: unknown): { message: string; code?: string } {
+  if (body && typeof body === 'object') {
+    const b = body as Record<string, unknown>;
+    if (typeof b.message === 'string' && b.success === false) return { message: b.message };
+    if (typeof b.error === 'string') return { message: b.error };
+    if (b.error && typeof b.error === 'object') {
+      const e = b.error as Record<string, unknown>;
+      if (typeof e.message === 'string') return { message: e.message, code: typeof e.code === 'string' ? e.code : undefined };
+    }
+  }
+  return { message: '' };
+}
+
+export async function call<T = unknown>(method: string, path: string, body?: unknown, opts: CallOptions = {}): Promise<ApiResponse<T>> {
+  const headers: Record<string, string> = { accept: 'application/json', ...opts.headers };
+  let payload: string | undefined;
+  if (opts.text !== undefined) {
+    headers['content-type'] = 'text/plain; charset=utf-8';
+    payload = opts.text;
+  } else if (body !== undefined) {
+    headers['content-type'] = 'application/json';
+    payload = JSON.stringify(body);
+  }
+  let res: Response;
+  try {
+    res = await fetch(path, { method, headers, body: payload, credentials: 'same-origin', signal: opts.signal });
+  } catch (err) {
+    if ((err as Error).name === 'AbortError') throw err;
+    throw new ApiError(0, '');
+  }
+  const raw = await res.text();
+  let parsed: unknown;
+  try {
+    parsed = raw ? JSON.parse(raw) : undefined;
+  } catch {
+    parsed = undefined;
+  }
+  if (!res.ok) {
+    const { message, code } = serverMessage(parsed);
+    const retry = Number(res.headers.get('retry-after'));
+    // A key or token given explicitly failing is about that credential, not about the session.
+    if (res.status === 401 && !('authorization' in headers) && path !== '/api/user/login') sessionEnded();
+    throw new ApiError(res.status, message, code, Number.isFinite(retry) && retry > 0 ? retry : undefined);
+  }
+  // one-api's envelope: {success, message, data}.
+  if (parsed && typeof parsed === 'object' && 'success' in parsed && 'message' in parsed) {
+    const env = parsed as { success: boolean; message: string; data?: unknown };
+    if (!env.success) throw new ApiError(res.status, env.message);
+    return { data: env.data as T, status: res.status, headers: res.headers };
+  }
+  return { data: parsed as T, status: res.status, headers: res.headers };
+}
+
+export const get = async <T>(path: string, opts?: CallOptions): Promise<T> => (await call<T>('GET', path, undefined, opts)).data;
+export const post = async <T>(path: string, body?: unknown, opts?: CallOptions): Promise<T> => (await call<T>('POST', path, body, opts)).data;
+export const put = async <T>(path: string, body?: unknown, opts?: CallOptions): Promise<T> => (await call<T>('PUT', path, body, opts)).data;
+export const del = async <T>(path: string, opts?: CallOptions): Promise<T> => (await call<T>('DELETE', path, undefined, opts)).data;
+
+/** `?a=1&b=x` from the defined, non-empty values. */
+export function query(params: Record<string, string | number | boolean | undefined | null>): string {
+  const q = new URLSearchParams();
+  for (const [k, v] of Object.entries(params)) if (v !== undefined && v !== null && v !== '') q.set(k, String(v));
+  const s = q.toString();
+  return s ? `?${s}` : '';
+}
+
+/** What to tell people about a failure: a headline in their language, and the server's explanation. */
+export function describeError(err: unknown): { headline: string; detail: string } {
+  if (!(err instanceof ApiError)) return { headline: t('error.unexpected'), detail: err instanceof Error ? err.message : '' };
+  const detail = err.detail;
+  switch (err.status) {
+    case 0:
+      return { headline: t('error.network'), detail: '' };
+    case 400:
+    case 422:
+      return { headline: t('error.invalid'), detail };
+    case 401:
+      return { headline: t('error.unauthorized'), detail };
+    case 403:
+      return { headline: t('error.forbidden'), detail };
+    case 404:
+      return { headline: t('error.notFound'), detail };
+    case 409:
+      return { headline: t('error.conflict'), detail };
+    case 413:
+      return { headline: t('error.tooLarge'), detail };
+    case 429:
+      return { headline: err.retryAfter ? t('error.rateLimitedFor', { s: err.retryAfter }) : t('error.rateLimited'), detail };
+    case 502:
+      return { headline: t('error.upstream'), detail };
+    case 503:
+      return { headline: t('error.unavailable'), detail };
+    case 504:
+      return { headline: t('error.timeout'), detail };
+    default:
+      return { headline: err.status >= 500 ? t('error.server') : t('error.unexpected'), detail };
+  }
+}
+
+/** The whole message in one line (toasts). */
+export function errorText(err: unknown): string {
+  const { headline, detail } = describeError(err);
+  return detail ? `${headline} ${detail}` : headline;
+}

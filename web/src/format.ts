@@ -1,0 +1,36 @@
+// Numbers, dates and durations in the current language.
+import { langStore } from './i18n';
+
+export const fmtNumber = (n: number, digits?: number): string =>
+  new Intl.NumberFormat(langStore.get(), digits === undefined ? undefined : { maximumFractionDigits: digits, minimumFractionDigits: digits }).format(n);
+
+/** Unix seconds or an ISO string; '' for nothing. */
+export function fmtDate(v: number | string | null | undefined, withTime = true): string {
+  if (v === null || v === undefined || v === '' || v === 0 || v === -1) return '';
+  const d = typeof v === 'number' ? new Date(v * 1000) : new Date(v);
+  if (Number.isNaN(d.getTime())) return '';
+  return new Intl.DateTimeFormat(langStore.get(), withTime ? { dateStyle: 'medium', timeStyle: 'short' } : { dateStyle: 'medium' }).format(d);
+}
+
+export function fmtDuration(seconds: number): string {
+  const s = Math.max(0, Math.round(seconds));
+  const d = Math.floor(s / 86400);
+  const h = Math.floor((s % 86400) / 3600);
+  const m = Math.floor((s % 3600) / 60);
+  if (d) return `${d}d ${h}h`;
+  if (h) return `${h}h ${m}m`;
+  if (m) return `${m}m ${s % 60}s`;
+  return `${s}s`;
+}
+
+/** A datetime-local input's value for Unix seconds (local time), and back. */
+export function toLocalInput(seconds: number): string {
+  const d = new Date(seconds * 1000);
+  const pad = (n: number) => String(n).padStart(2, '0');
+  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}T${pad(d.getHours())}:${pad(d.getMinutes())}`;
+}
+export function fromLocalInput(v: string): number | undefined {
+  if (!v) return undefined;
+  const ms = new Date(v).getTime();
+  return Number.isNaN(ms) ? undefined : Math.floor(ms / 1000);
+}

@@ -1,0 +1,204 @@
+// Embeddings playground: pick a key and a model, type texts, see dimensions, tokens and how similar the texts are.
+import { useEffect, useState } from 'preact/hooks';
+import { get, post } from '../api';
+import { fmtNumber } from '../format';
+import { t } from '../i18n';
+import { KeyPicker } from '../key-picker';
+import { useRememberedKeys } from '../keys-memory';
+import type { Model } from '../types';
+import { ErrorNote, Field, Page, useAction, useAsync } from '../ui';
+
+interface EmbeddingsAnswer {
+  data: { index: number; embedding: number[] }[];
+  model: string;
+  usage: { prompt_tokens: number; total_tokens: number };
+}
+
+interface Outcome {
+  texts: string[];
+  vectors: number[][];
+  tokens: number;
+  model: string;
+  ms: number;
+}
+
+const EXAMPLE = ['How do I reset my password?', 'Password reset instructions', '如何重置我的密码？', 'The weather is nice today'];
+
+export function cosine(a: number[], b: number[]): number {
+  let dot = 0;
+  let na = 0;
+  let nb = 0;
+  for (let i = 0; i < a.length; i++) {
+    dot += a[i]! * b[i]!;
+    na += a[i]! * a[i]!;
+    nb += b[i]! * b[i]!;
+  }
+  return na && nb ? dot / Math.sqrt(na * nb) : 0;
+}
+
+export default function PlaygroundPage() {
+  const remembered = useRememberedKeys();
+  const [key, setKey] = useState(remembered[0]?.key ?? '');
+  const [model, setModel] = useState('');
+  const [texts, setTexts] = useState<string[]>(['', '']);
+  const [dimensions, setDimensions] = useState('');
+  const [outcome, setOutcome] = useState<Outcome | null>(null);
+  const action = useAction();
+
+  const models = useAsync(async () => {
+    if (!key.startsWith('sk-')) return [] as Model[];
+    return (await get<{ data: Model[] }>('/v1/models', { headers: { authorization: `Bearer ${key}` } })).data;
+  }, [key]);
+  useEffect(() => {
+    const list = models.data ?? [];
+    if (list.length && !list.some((m) => m.id === model)) setModel(list.find((m) => m.id === 'local-hash-v1')?.id ?? list[0]!.id);
+  }, [models.data, model]);
+
+  const filled = texts.map((x) => x.trim()).filter(Boolean);
+  const run = (e: Event) => {
+    e.preventDefault();
+    void action.run(async () => {
+      const started = performance.now();
+      const body: Record<string, unknown> = { model, input: filled };
+      if (dimensions.trim()) body.dimensions = Number(dimensions);
+      const res = await post<EmbeddingsAnswer>('/v1/embeddings', body, { headers: { authorization: `Bearer ${key}` } });
+      const vectors = [...res.data].sort((a, b) => a.index - b.index).map((d) => d.embedding);
+      setOutcome({ texts: filled, vectors, tokens: res.usage.prompt_tokens, model: res.model, ms: performance.now() - started });
+    });
+  };
+
+  return (
+    <Page title={t('playground.title')}>
+      <p class="muted">{t('playground.intro')}</p>
+      <form class="form card" onSubmit={run}>
+        <KeyPicker value={key} onChange={setKey} purpose="playground" />
+        <ErrorNote error={models.error} />
+        <div class="inline-form">
+          <Field label={t('common.model')}>
+            <select name="model" value={model} disabled={!models.data?.length} onChange={(e) => setModel(e.currentTarget.value)}>
+              {!models.data?.length && <option value="">{key ? t('playground.noModels') : t('playground.pickKeyFirst')}</option>}
+              {(models.data ?? []).map((m) => (
+                <option key={m.id} value={m.id}>
+                  {m.id}
+                </option>
+              ))}
+            </select>
+          </Field>
+          <Field label={t('playground.dimensions')} hint={t('playground.dimensionsHint')}>
+            <input name="dimensions" type="number" min={1} value={dimensions} onInput={(e) => setDimensions(e.currentTarget.value)} />
+          </Field>
+        </div>
+        <fieldset class="texts">
+          <legend>{t('playground.texts')}</legend>
+          {texts.map((text, i) => (
+            <div class="text-row" key={i}>
+              <div class="field">
+                <label class="field-label" for={`text-${i + 1}`}>
+                  {t('playground.textN', { n: i + 1 })}
+                </label>
+                <textarea
+                  id={`text-${i + 1}`}
+                  name={`text-${i + 1}`}
+                  rows={2}
+                  value={text}
+                  onInput={(e) => {
+                    const v = e.currentTarget.value;
+                    setTexts((list) => list.map((x, j) => (j === i ? v : x)));
+                  }}
+                />
+              </div>
+              {texts.length > 2 && (
+                <button
+                  type="button"
+                  class="icon"
+                  aria-label={t('playground.removeText', { n: i + 1 })}
+                  onClick={() => setTexts((list) => list.filter((_, j) => j !== i))}
+                >
+                  ×
+                </button>
+              )}
+            </div>
+          ))}
+          <div class="form-actions left">
+            <button type="button" disabled={texts.length >= 16} onClick={() => setTexts((list) => [...list, ''])}>
+              {t('playground.addText')}
+            </button>
+            <button type="button" onClick={() => setTexts(EXAMPLE)}>
+              {t('playground.example')}
+            </button>
+          </div>
+        </fieldset>
+        <ErrorNote error={action.error} />
+        <div class="form-actions">
+          <button type="submit" class="primary" disabled={action.busy || !model || filled.length < 2}>
+            {action.busy ? t('playground.running') : t('playground.run')}
+          </button>
+        </div>
+        {filled.length < 2 && <p class="hint">{t('playground.needTwo')}</p>}
+      </form>
+      {outcome && <Result outcome={outcome} />}
+    </Page>
+  );
+}
+
+function Result(props: { outcome: Outcome }) {
+  const { texts, vectors, tokens, model, ms } = props.outcome;
+  return (
+    <section class="card" aria-live="polite" data-testid="playground-result">
+      <h2>{t('playground.result')}</h2>
+      <dl class="facts inline">
+        <div>
+          <dt>{t('common.model')}</dt>
+          <dd>{model}</dd>
+        </div>
+        <div>
+          <dt>{t('playground.dimensions')}</dt>
+          <dd data-testid="dims">{vectors[0]?.length ?? 0}</dd>
+        </div>
+        <div>
+          <dt>{t('common.tokens')}</dt>
+          <dd data-testid="tokens">{fmtNumber(tokens)}</dd>
+        </div>
+        <div>
+          <dt>{t('playground.time')}</dt>
+          <dd>{fmtNumber(Math.round(ms))} ms</dd>
+        </div>
+      </dl>
+      <h3>{t('playground.matrix')}</h3>
+      <p class="hint">{t('playground.matrixHint')}</p>
+      <div class="table-wrap">
+        <table class="matrix" data-testid="matrix">
+          <thead>
+            <tr>
+              <th scope="col">
+                <span class="sr-only">{t('playground.texts')}</span>
+              </th>
+              {texts.map((_, j) => (
+                <th scope="col" key={j}>
+                  #{j + 1}
+                </th>
+              ))}
+            </tr>
+          </thead>
+          <tbody>
+            {texts.map((text, i) => (
+              <tr key={i}>
+                <th scope="row" title={text}>
+                  #{i + 1} <span class="muted clip">{text}</span>
+                </th>
+                {texts.map((_, j) => {
+                  const c = cosine(vectors[i]!, vectors[j]!);
+                  return (
+                    <td key={j} class="num" style={{ background: `hsl(217 90% 55% / ${Math.max(0, c) * 0.6})` }}>
+                      {c.toFixed(3)}
+                    </td>
+                  );
+                })}
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </div>
+    </section>
+  );
+}
