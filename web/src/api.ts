@@ -1,5 +1,5 @@
 // The one way the console talks to the API: same-origin fetch with the session cookie, errors made readable.
-import { t } from './i18n';
+import { type MessageKey, t } from './i18n';
 
 /** An API call that did not succeed: what people are told is in describeError(). */
 export class ApiError extends Error {
@@ -100,37 +100,28 @@ export function query(params: Record<string, string | number | boolean | undefin
   return s ? `?${s}` : '';
 }
 
+/** The headline for each status with its own (any other: a server error from 500 up, else unexpected). */
+const HEADLINES: Record<number, MessageKey> = {
+  400: 'error.invalid',
+  401: 'error.unauthorized',
+  403: 'error.forbidden',
+  404: 'error.notFound',
+  409: 'error.conflict',
+  413: 'error.tooLarge',
+  422: 'error.invalid',
+  429: 'error.rateLimited',
+  502: 'error.upstream',
+  503: 'error.unavailable',
+  504: 'error.timeout',
+};
+
 /** What to tell people about a failure: a headline in their language, and the server's explanation. */
 export function describeError(err: unknown): { headline: string; detail: string } {
   if (!(err instanceof ApiError)) return { headline: t('error.unexpected'), detail: err instanceof Error ? err.message : '' };
-  const detail = err.detail;
-  switch (err.status) {
-    case 0:
-      return { headline: t('error.network'), detail: '' };
-    case 400:
-    case 422:
-      return { headline: t('error.invalid'), detail };
-    case 401:
-      return { headline: t('error.unauthorized'), detail };
-    case 403:
-      return { headline: t('error.forbidden'), detail };
-    case 404:
-      return { headline: t('error.notFound'), detail };
-    case 409:
-      return { headline: t('error.conflict'), detail };
-    case 413:
-      return { headline: t('error.tooLarge'), detail };
-    case 429:
-      return { headline: err.retryAfter ? t('error.rateLimitedFor', { s: err.retryAfter }) : t('error.rateLimited'), detail };
-    case 502:
-      return { headline: t('error.upstream'), detail };
-    case 503:
-      return { headline: t('error.unavailable'), detail };
-    case 504:
-      return { headline: t('error.timeout'), detail };
-    default:
-      return { headline: err.status >= 500 ? t('error.server') : t('error.unexpected'), detail };
-  }
+  const { status, detail, retryAfter } = err;
+  if (status === 0) return { headline: t('error.network'), detail: '' };
+  if (status === 429 && retryAfter) return { headline: t('error.rateLimitedFor', { s: retryAfter }), detail };
+  return { headline: t(HEADLINES[status] ?? (status >= 500 ? 'error.server' : 'error.unexpected')), detail };
 }
 
 /** The whole message in one line (toasts). */

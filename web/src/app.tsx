@@ -1,14 +1,14 @@
 // The shell: sign-in gate, header (navigation, language, theme, account), the current page, dialogs and toasts.
 import type { ComponentType } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
-import { LANGS, type Lang, setLang, t, useLang } from './i18n';
+import { t, useLang } from './i18n';
 import { LoginPage } from './pages/login';
 import { matchPath, navigate, onLinkClick, useLocation } from './router';
 import { ROUTES, type RouteDef } from './routes';
 import { isAdmin, loadSelf, signOut, useSession } from './session';
-import { setTheme, useTheme } from './theme';
+import { toggleTheme, useTheme } from './theme';
 import type { PageProps } from './types';
-import { ConfirmHost, ErrorNote, Loading, Page, Toasts } from './ui';
+import { ConfirmHost, ErrorNote, LanguageSelect, Loading, Page, Toasts } from './ui';
 
 export function App() {
   useLang();
@@ -109,7 +109,6 @@ function NavLink(props: { href: string; label: string; current: boolean; onNavig
 
 function Header() {
   const { user } = useSession();
-  const lang = useLang();
   const theme = useTheme();
   const loc = useLocation();
   const [menuOpen, setMenuOpen] = useState(false);
@@ -132,23 +131,8 @@ function Header() {
           {t('nav.menu')}
         </button>
         <div class="top-tools">
-          <label class="lang-pick">
-            <span class="sr-only">{t('nav.language')}</span>
-            <select value={lang} onChange={(e) => setLang(e.currentTarget.value as Lang)} data-testid="lang">
-              {LANGS.map((l) => (
-                <option key={l.id} value={l.id}>
-                  {l.label}
-                </option>
-              ))}
-            </select>
-          </label>
-          <button
-            type="button"
-            class="theme-toggle"
-            aria-pressed={theme === 'dark'}
-            title={t('nav.darkTheme')}
-            onClick={() => setTheme(theme === 'dark' ? 'light' : 'dark')}
-          >
+          <LanguageSelect class="lang-pick" />
+          <button type="button" class="theme-toggle" aria-pressed={theme === 'dark'} title={t('nav.darkTheme')} onClick={toggleTheme}>
             <span aria-hidden="true">{theme === 'dark' ? '☾' : '☀'}</span>
             <span class="sr-only">{t('nav.darkTheme')}</span>
           </button>

@@ -1,6 +1,7 @@
 // Languages (English and Simplified Chinese): the current one, remembered in localStorage, and t() to translate.
 import { en, type MessageKey } from './messages/en';
 import { zhCN } from './messages/zh-cn';
+import { loadChoice, saveChoice } from './saved';
 import { createStore, useStore } from './store';
 
 export type Lang = 'en' | 'zh-CN';
@@ -14,13 +15,9 @@ const DICTS: Record<Lang, Record<MessageKey, string>> = { en, 'zh-CN': zhCN };
 const STORAGE_KEY = 'switchyard.lang';
 
 function initialLang(): Lang {
-  try {
-    const saved = localStorage.getItem(STORAGE_KEY);
-    if (saved === 'en' || saved === 'zh-CN') return saved;
-  } catch {
-    // storage unavailable (private mode): fall back to the browser's languages
-  }
-  return navigator.languages?.some((l) => l.toLowerCase().startsWith('zh')) ? 'zh-CN' : 'en';
+  // Nothing remembered (or storage unavailable): the browser's languages.
+  const browser: Lang = navigator.languages?.some((l) => l.toLowerCase().startsWith('zh')) ? 'zh-CN' : 'en';
+  return loadChoice(STORAGE_KEY, Object.keys(DICTS) as Lang[]) ?? browser;
 }
 
 export const langStore = createStore<Lang>(initialLang());
@@ -29,11 +26,7 @@ document.documentElement.lang = langStore.get();
 export function setLang(lang: Lang): void {
   langStore.set(lang);
   document.documentElement.lang = lang;
-  try {
-    localStorage.setItem(STORAGE_KEY, lang);
-  } catch {
-    // not remembered, still switched
-  }
+  saveChoice(STORAGE_KEY, lang);
 }
 
 export const useLang = (): Lang => useStore(langStore);

@@ -1,10 +1,11 @@
 // Choose the API key a /v1 call goes out with: one made in this tab (kept in memory), one pasted, or a new one.
 import { useState } from 'preact/hooks';
 import { post } from './api';
+import { InputField, SelectField } from './form';
 import { t } from './i18n';
 import { maskKey, rememberKey, useRememberedKeys } from './keys-memory';
 import type { Token } from './types';
-import { ErrorNote, Field, useAction } from './ui';
+import { ErrorNote, useAction } from './ui';
 
 const PASTE = 'paste';
 
@@ -29,35 +30,35 @@ export function KeyPicker(props: { value: string; onChange: (key: string) => voi
   return (
     <div class="key-picker">
       <div class="inline-form">
-        <Field label={t('picker.key')} hint={t('picker.hint')}>
-          <select name="key" value={choice} onChange={(e) => choose(e.currentTarget.value)}>
-            {remembered.map((k) => (
-              <option key={k.id} value={k.key}>
-                {`${k.name || `#${k.id}`} (${maskKey(k.key)})`}
-              </option>
-            ))}
-            <option value={PASTE}>{t('picker.paste')}</option>
-          </select>
-        </Field>
+        <SelectField
+          label={t('picker.key')}
+          hint={t('picker.hint')}
+          name="key"
+          value={choice}
+          onValue={choose}
+          choices={[
+            ...remembered.map((k) => ({ value: k.key, label: `${k.name || `#${k.id}`} (${maskKey(k.key)})` })),
+            { value: PASTE, label: t('picker.paste') },
+          ]}
+        />
         <button type="button" disabled={action.busy} onClick={() => void create()}>
           {t('picker.create')}
         </button>
       </div>
       {choice === PASTE && (
-        <Field label={t('picker.pasteLabel')}>
-          <input
-            name="pasted-key"
-            type="password"
-            autocomplete="off"
-            spellcheck={false}
-            placeholder="sk-…"
-            value={pasted}
-            onInput={(e) => {
-              setPasted(e.currentTarget.value);
-              props.onChange(e.currentTarget.value.trim());
-            }}
-          />
-        </Field>
+        <InputField
+          label={t('picker.pasteLabel')}
+          name="pasted-key"
+          type="password"
+          autocomplete="off"
+          spellcheck={false}
+          placeholder="sk-…"
+          value={pasted}
+          onValue={(v) => {
+            setPasted(v);
+            props.onChange(v.trim());
+          }}
+        />
       )}
       <ErrorNote error={action.error} />
     </div>

@@ -1,4 +1,7 @@
 // The shapes the documented APIs answer with (see /openapi.json), as the console reads them.
+// Written out here on purpose rather than imported from the server's schemas and row types (src/**/schema.ts): those
+// modules import zod and other server code, and web/ is built and type-checked on its own (browser types only, no
+// Node), so the console's bundle never carries server code. The API's JSON is the contract between the two.
 
 export const ROLE = { common: 1, admin: 10, root: 100 } as const;
 

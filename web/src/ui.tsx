@@ -1,8 +1,9 @@
-// Shared pieces of every page: headings, errors, dialogs, confirmations, toasts, copy buttons, pagers, loading.
+// Shared pieces of every page: headings, errors, dialogs, confirmations, toasts, copy buttons, pagers, loading,
+// facts, the language picker.
 import { type ComponentChildren, cloneElement, isValidElement, type VNode } from 'preact';
 import { useCallback, useEffect, useId, useRef, useState } from 'preact/hooks';
 import { describeError } from './api';
-import { t } from './i18n';
+import { LANGS, type Lang, setLang, t, useLang } from './i18n';
 import { focusOnNextPage } from './router';
 import { createStore, useStore } from './store';
 
@@ -64,6 +65,11 @@ export function Badge(props: { tone: Tone; children: ComponentChildren; title?: 
       {props.children}
     </span>
   );
+}
+
+/** A status as a badge: its tone and its words. */
+export function StatusBadge(props: { tone: Tone; label: string }) {
+  return <Badge tone={props.tone}>{props.label}</Badge>;
 }
 
 export function Field(props: { label: string; hint?: string; children: ComponentChildren; class?: string }) {
@@ -128,6 +134,23 @@ export function Dialog(props: { open: boolean; title: string; onClose: () => voi
   );
 }
 
+/** A Dialog open while `value` is set (not null, undefined or false), its title and content made from that value. */
+export function DialogFor<T>(props: {
+  value: T | null | undefined | false;
+  title: (value: T) => string;
+  onClose: () => void;
+  children: (value: T) => ComponentChildren;
+  wide?: boolean;
+}) {
+  const { value } = props;
+  const open = value !== null && value !== undefined && value !== false;
+  return (
+    <Dialog open={open} title={open ? props.title(value) : ''} onClose={props.onClose} wide={props.wide}>
+      {open && props.children(value)}
+    </Dialog>
+  );
+}
+
 // ---- confirmations ---------------------------------------------------------------------------
 
 interface ConfirmRequest {
@@ -139,8 +162,15 @@ interface ConfirmRequest {
 }
 const confirmStore = createStore<ConfirmRequest | null>(null);
 
+export interface ConfirmOptions {
+  title: string;
+  message: string;
+  confirmLabel?: string;
+  danger?: boolean;
+}
+
 /** Asks before something that cannot be undone; resolves true when confirmed. */
-export function confirmAction(opts: { title: string; message: string; confirmLabel?: string; danger?: boolean }): Promise<boolean> {
+export function confirmAction(opts: ConfirmOptions): Promise<boolean> {
   return new Promise((resolve) =>
     confirmStore.set({
       title: opts.title,
@@ -172,6 +202,9 @@ export function ConfirmHost() {
     </Dialog>
   );
 }
+
+/** The question before a delete: its button says "Delete". */
+export const askDelete = (title: string, message: string): ConfirmOptions => ({ title, message, confirmLabel: t('common.delete') });
 
 // ---- toasts ----------------------------------------------------------------------------------
 
@@ -286,8 +319,17 @@ export function useAsync<T>(load: () => Promise<T>, deps: unknown[]): Async<T> {
   return { ...state, reload };
 }
 
+export interface Action {
+  busy: boolean;
+  error: unknown;
+  run: <T>(fn: () => Promise<T>) => Promise<T | undefined>;
+  /** Asks first (confirmAction), and runs `fn` only when confirmed. */
+  runIfConfirmed: (ask: ConfirmOptions, fn: () => Promise<unknown>) => Promise<void>;
+  clear: () => void;
+}
+
 /** Wraps an action: `busy` while it runs, its failure in `error`. */
-export function useAction(): { busy: boolean; error: unknown; run: <T>(fn: () => Promise<T>) => Promise<T | undefined>; clear: () => void } {
+export function useAction(): Action {
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<unknown>(undefined);
   const run = useCallback(async <T,>(fn: () => Promise<T>): Promise<T | undefined> => {
@@ -302,5 +344,56 @@ export function useAction(): { busy: boolean; error: unknown; run: <T>(fn: () =>
       setBusy(false);
     }
   }, []);
-  return { busy, error, run, clear: useCallback(() => setError(undefined), []) };
+  const runIfConfirmed = useCallback(
+    async (ask: ConfirmOptions, fn: () => Promise<unknown>) => {
+      if (await confirmAction(ask)) await run(fn);
+    },
+    [run],
+  );
+  return { busy, error, run, runIfConfirmed, clear: useCallback(() => setError(undefined), []) };
+}
+
+// ---- facts -----------------------------------------------------------------------------------
+
+export interface Fact {
+  label: string;
+  value: ComponentChildren;
+  /** The value's tooltip. */
+  title?: string;
+}
+
+/** Labelled values, one under the other (or side by side with class "facts inline"). */
+export function Facts(props: { facts: (Fact | false | null | undefined)[]; class?: string }) {
+  return (
+    <dl class={props.class ?? 'facts'}>
+      {props.facts.map(
+        (f) =>
+          f && (
+            <div key={f.label}>
+              <dt>{f.label}</dt>
+              <dd title={f.title}>{f.value}</dd>
+            </div>
+          ),
+      )}
+    </dl>
+  );
+}
+
+// ---- preferences -----------------------------------------------------------------------------
+
+/** The language menu (header and sign-in page); its label is for screen readers only. */
+export function LanguageSelect(props: { class?: string }) {
+  const lang = useLang();
+  return (
+    <label class={props.class}>
+      <span class="sr-only">{t('nav.language')}</span>
+      <select value={lang} onChange={(e) => setLang(e.currentTarget.value as Lang)} data-testid="lang">
+        {LANGS.map((l) => (
+          <option key={l.id} value={l.id}>
+            {l.label}
+          </option>
+        ))}
+      </select>
+    </label>
+  );
 }

@@ -1,12 +1,13 @@
 // Admin: redemption codes — create N at once (copy them all), list, disable/enable, delete.
 import { useState } from 'preact/hooks';
-import { call, del, post, put, query } from '../api';
+import { del, post, put } from '../api';
+import { RowButtons } from '../data-table';
+import { ActionForm, InputField } from '../form';
 import { fmtDate, fmtNumber } from '../format';
 import { t } from '../i18n';
+import { SearchListPage, useSearchList } from '../paged-list';
 import type { Redemption } from '../types';
-import { Badge, CopyButton, confirmAction, Dialog, Empty, ErrorNote, Field, Loading, Page, Pager, type Tone, toast, useAction, useAsync } from '../ui';
-
-const PAGE_SIZE = 20;
+import { askDelete, CopyButton, DialogFor, StatusBadge, type Tone, toast, useAction } from '../ui';
 
 function codeStatus(s: number): { tone: Tone; label: string } {
   if (s === 1) return { tone: 'ok', label: t('codes.status.unused') };
@@ -15,145 +16,70 @@ function codeStatus(s: number): { tone: Tone; label: string } {
 }
 
 export default function AdminRedemptionsPage() {
-  const [page, setPage] = useState(0);
-  const [keyword, setKeyword] = useState('');
-  const [search, setSearch] = useState('');
-  const list = useAsync(async () => {
-    const res = await call<Redemption[]>(
-      'GET',
-      `${search ? '/api/redemption/search' : '/api/redemption/'}${query({ p: page, page_size: PAGE_SIZE, keyword: search })}`,
-    );
-    return { rows: res.data, total: Number(res.headers.get('x-total-count') ?? res.data.length) };
-  }, [page, search]);
+  const state = useSearchList<Redemption>('/api/redemption/');
   const [creating, setCreating] = useState(false);
   const [made, setMade] = useState<string[] | null>(null);
-  const action = useAction();
 
-  const toggle = (r: Redemption) =>
-    action.run(async () => {
-      await put('/api/redemption/?status_only=1', { id: r.id, status: r.status === 1 ? 2 : 1 });
-      list.reload();
-    });
-  const remove = async (r: Redemption) => {
-    if (!(await confirmAction({ title: t('codes.deleteTitle'), message: t('codes.deleteText', { name: r.name, id: r.id }), confirmLabel: t('common.delete') })))
-      return;
-    await action.run(async () => {
-      await del(`/api/redemption/${r.id}`);
-      list.reload();
-    });
-  };
+  const toggle = (r: Redemption) => state.change(() => put('/api/redemption/?status_only=1', { id: r.id, status: r.status === 1 ? 2 : 1 }));
+  const remove = (r: Redemption) =>
+    state.changeIfConfirmed(askDelete(t('codes.deleteTitle'), t('codes.deleteText', { name: r.name, id: r.id })), () => del(`/api/redemption/${r.id}`));
 
   return (
-    <Page
+    <SearchListPage
       title={t('codes.title')}
-      actions={
-        <button type="button" class="primary" onClick={() => setCreating(true)}>
-          {t('codes.create')}
-        </button>
-      }
+      createLabel={t('codes.create')}
+      onCreate={() => setCreating(true)}
+      state={state}
+      searchLabel={t('codes.searchLabel')}
+      none={t('codes.none')}
+      testId="codes-table"
+      rowKey={(r) => r.id}
+      columns={[
+        { head: '#', cell: (r) => r.id },
+        { head: t('common.name'), cell: (r) => r.name },
+        { head: t('codes.code'), cell: (r) => <code>{r.key}</code> },
+        { head: t('common.quota'), num: true, cell: (r) => fmtNumber(r.quota) },
+        { head: t('common.status'), cell: (r) => <StatusBadge {...codeStatus(r.status)} /> },
+        { head: t('codes.createdAt'), cell: (r) => fmtDate(r.created_time) },
+        { head: t('codes.redeemedAt'), cell: (r) => fmtDate(r.redeemed_time) || '—' },
+      ]}
+      actions={(r) => {
+        // A used code can only be deleted.
+        const usable = r.status !== 3;
+        return (
+          <RowButtons enabled={r.status === 1} busy={state.action.busy} onToggle={usable ? () => void toggle(r) : undefined} onDelete={() => void remove(r)}>
+            {usable && <CopyButton text={r.key} />}
+          </RowButtons>
+        );
+      }}
     >
-      <form
-        class="toolbar"
-        onSubmit={(e) => {
-          e.preventDefault();
-          setPage(0);
-          setSearch(keyword.trim());
-        }}
-      >
-        <Field label={t('codes.searchLabel')}>
-          <input type="search" name="keyword" value={keyword} onInput={(e) => setKeyword(e.currentTarget.value)} />
-        </Field>
-        <button type="submit">{t('common.search')}</button>
-      </form>
-      <ErrorNote error={list.error} onRetry={list.reload} />
-      <ErrorNote error={action.error} />
-      {list.loading && !list.data ? (
-        <Loading />
-      ) : list.data?.rows.length === 0 ? (
-        <Empty>{search ? t('common.noMatches') : t('codes.none')}</Empty>
-      ) : (
-        <div class="table-wrap">
-          <table data-testid="codes-table">
-            <thead>
-              <tr>
-                <th scope="col">#</th>
-                <th scope="col">{t('common.name')}</th>
-                <th scope="col">{t('codes.code')}</th>
-                <th scope="col" class="num">
-                  {t('common.quota')}
-                </th>
-                <th scope="col">{t('common.status')}</th>
-                <th scope="col">{t('codes.createdAt')}</th>
-                <th scope="col">{t('codes.redeemedAt')}</th>
-                <th scope="col">
-                  <span class="sr-only">{t('common.actions')}</span>
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              {list.data?.rows.map((r) => {
-                const st = codeStatus(r.status);
-                return (
-                  <tr key={r.id}>
-                    <td>{r.id}</td>
-                    <td>{r.name}</td>
-                    <td>
-                      <code>{r.key}</code>
-                    </td>
-                    <td class="num">{fmtNumber(r.quota)}</td>
-                    <td>
-                      <Badge tone={st.tone}>{st.label}</Badge>
-                    </td>
-                    <td>{fmtDate(r.created_time)}</td>
-                    <td>{fmtDate(r.redeemed_time) || '—'}</td>
-                    <td class="row-actions">
-                      {r.status !== 3 && (
-                        <>
-                          <CopyButton text={r.key} />
-                          <button type="button" disabled={action.busy} onClick={() => void toggle(r)}>
-                            {r.status === 1 ? t('common.disable') : t('common.enable')}
-                          </button>
-                        </>
-                      )}
-                      <button type="button" class="danger" onClick={() => void remove(r)}>
-                        {t('common.delete')}
-                      </button>
-                    </td>
-                  </tr>
-                );
-              })}
-            </tbody>
-          </table>
-        </div>
-      )}
-      {list.data && <Pager page={page} pageSize={PAGE_SIZE} total={list.data.total} onPage={setPage} />}
-      <Dialog open={creating} title={t('codes.create')} onClose={() => setCreating(false)}>
-        {creating && (
+      <DialogFor value={creating} title={() => t('codes.create')} onClose={() => setCreating(false)}>
+        {() => (
           <CreateCodes
             onDone={(codes) => {
               setCreating(false);
               setMade(codes);
               toast(t('codes.made', { n: codes.length }));
-              list.reload();
+              state.list.reload();
             }}
             onCancel={() => setCreating(false)}
           />
         )}
-      </Dialog>
-      <Dialog open={!!made} title={t('codes.madeTitle', { n: made?.length ?? 0 })} onClose={() => setMade(null)}>
-        {made && (
+      </DialogFor>
+      <DialogFor value={made} title={(codes) => t('codes.madeTitle', { n: codes.length })} onClose={() => setMade(null)}>
+        {(codes) => (
           <div class="form">
-            <textarea class="codes" readOnly rows={Math.min(12, made.length + 1)} data-testid="new-codes" value={made.join('\n')} />
+            <textarea class="codes" readOnly rows={Math.min(12, codes.length + 1)} data-testid="new-codes" value={codes.join('\n')} />
             <div class="form-actions">
-              <CopyButton text={made.join('\n')} label={t('codes.copyAll')} class="primary" />
+              <CopyButton text={codes.join('\n')} label={t('codes.copyAll')} class="primary" />
               <button type="button" onClick={() => setMade(null)}>
                 {t('common.done')}
               </button>
             </div>
           </div>
         )}
-      </Dialog>
-    </Page>
+      </DialogFor>
+    </SearchListPage>
   );
 }
 
@@ -163,33 +89,17 @@ function CreateCodes(props: { onDone: (codes: string[]) => void; onCancel: () =>
   const [count, setCount] = useState('1');
   const action = useAction();
   return (
-    <form
-      class="form"
-      onSubmit={(e) => {
-        e.preventDefault();
-        void action.run(async () => props.onDone(await post<string[]>('/api/redemption/', { name: name.trim(), quota: Number(quota), count: Number(count) })));
-      }}
+    <ActionForm
+      action={action}
+      onSubmit={async () => props.onDone(await post<string[]>('/api/redemption/', { name: name.trim(), quota: Number(quota), count: Number(count) }))}
+      onCancel={props.onCancel}
+      submitLabel={t('codes.create')}
     >
-      <ErrorNote error={action.error} />
-      <Field label={t('common.name')} hint={t('codes.nameHint')}>
-        <input name="name" required maxLength={20} value={name} onInput={(e) => setName(e.currentTarget.value)} />
-      </Field>
+      <InputField label={t('common.name')} hint={t('codes.nameHint')} name="name" required maxLength={20} value={name} onValue={setName} />
       <div class="inline-form">
-        <Field label={t('codes.quotaEach')}>
-          <input name="quota" type="number" min={1} step={1} required value={quota} onInput={(e) => setQuota(e.currentTarget.value)} />
-        </Field>
-        <Field label={t('codes.count')}>
-          <input name="count" type="number" min={1} max={100} step={1} required value={count} onInput={(e) => setCount(e.currentTarget.value)} />
-        </Field>
+        <InputField label={t('codes.quotaEach')} name="quota" type="number" min={1} step={1} required value={quota} onValue={setQuota} />
+        <InputField label={t('codes.count')} name="count" type="number" min={1} max={100} step={1} required value={count} onValue={setCount} />
       </div>
-      <div class="form-actions">
-        <button type="button" onClick={props.onCancel}>
-          {t('common.cancel')}
-        </button>
-        <button type="submit" class="primary" disabled={action.busy}>
-          {t('codes.create')}
-        </button>
-      </div>
-    </form>
+    </ActionForm>
   );
 }

@@ -5,20 +5,18 @@ import { t } from '../i18n';
 import { navigate, onLinkClick } from '../router';
 import type { PageProps } from '../types';
 import type { ContentItem } from '../types';
-import { confirmAction, ErrorNote, Loading, Page, toast, useAction, useAsync } from '../ui';
+import { askDelete, ErrorNote, Facts, Loading, Page, toast, useAction, useAsync } from '../ui';
 
 export default function ContentItemPage(props: PageProps) {
   const id = props.params.id!;
   const item = useAsync(() => get<ContentItem>(`/api/content/${encodeURIComponent(id)}`), [id]);
   const action = useAction();
-  const remove = async () => {
-    if (!(await confirmAction({ title: t('content.deleteTitle'), message: t('content.deleteText'), confirmLabel: t('common.delete') }))) return;
-    await action.run(async () => {
+  const remove = () =>
+    action.runIfConfirmed(askDelete(t('content.deleteTitle'), t('content.deleteText')), async () => {
       await del(`/api/content/${encodeURIComponent(id)}`);
       toast(t('content.deleted'));
       navigate('/content');
     });
-  };
   const it = item.data;
   return (
     <Page
@@ -41,40 +39,24 @@ export default function ContentItemPage(props: PageProps) {
       {item.loading && !it && <Loading />}
       {it && (
         <article class="card">
-          <dl class="facts">
-            <div>
-              <dt>{t('content.source')}</dt>
-              <dd>{it.source}</dd>
-            </div>
-            <div>
-              <dt>{t('content.score')}</dt>
-              <dd>{fmtNumber(it.score, 1)}</dd>
-            </div>
-            <div>
-              <dt>URL</dt>
-              <dd>
-                <a href={it.url} target="_blank" rel="noopener noreferrer">
-                  {it.url}
-                </a>
-              </dd>
-            </div>
-            <div>
-              <dt>{t('content.analyzedBy')}</dt>
-              <dd>{it.analyzedBy ?? '—'}</dd>
-            </div>
-            <div>
-              <dt>{t('content.analyzedAt')}</dt>
-              <dd>{fmtDate(it.analyzedAt)}</dd>
-            </div>
-            <div>
-              <dt>{t('content.createdAt')}</dt>
-              <dd>{fmtDate(it.createdAt)}</dd>
-            </div>
-            <div>
-              <dt>{t('content.updatedAt')}</dt>
-              <dd>{fmtDate(it.updatedAt)}</dd>
-            </div>
-          </dl>
+          <Facts
+            facts={[
+              { label: t('content.source'), value: it.source },
+              { label: t('content.score'), value: fmtNumber(it.score, 1) },
+              {
+                label: 'URL',
+                value: (
+                  <a href={it.url} target="_blank" rel="noopener noreferrer">
+                    {it.url}
+                  </a>
+                ),
+              },
+              { label: t('content.analyzedBy'), value: it.analyzedBy ?? '—' },
+              { label: t('content.analyzedAt'), value: fmtDate(it.analyzedAt) },
+              { label: t('content.createdAt'), value: fmtDate(it.createdAt) },
+              { label: t('content.updatedAt'), value: fmtDate(it.updatedAt) },
+            ]}
+          />
           <h2>{t('content.summary')}</h2>
           <p>{it.summary}</p>
           <h2>{t('content.content')}</h2>

@@ -2,11 +2,12 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { call, get } from '../api';
 import { BarList } from '../charts/bar-list';
+import { InputField, SelectField } from '../form';
 import { fmtDate, fmtNumber } from '../format';
 import { t } from '../i18n';
 import { onLinkClick, setSearch, useLocation } from '../router';
 import type { ContentItem, ContentStats } from '../types';
-import { Empty, ErrorNote, Field, Loading, Page, useAsync } from '../ui';
+import { Empty, ErrorNote, Loading, Page, useAsync } from '../ui';
 
 const PAGE = 30;
 const FILTERS = ['q', 'source', 'minScore', 'maxScore', 'orderBy', 'order'] as const;
@@ -119,49 +120,45 @@ export default function ContentListPage() {
               apply(draft);
             }}
           >
-            <Field label={t('content.search')} class="grow">
-              <input type="search" name="q" value={draft.q} placeholder={t('content.searchPlaceholder')} onInput={(e) => set('q', e.currentTarget.value)} />
-            </Field>
-            <Field label={t('content.source')}>
-              <select
-                name="source"
-                value={draft.source}
-                onChange={(e) => {
-                  set('source', e.currentTarget.value);
-                  apply({ ...draft, source: e.currentTarget.value });
-                }}
-              >
-                <option value="">{t('content.allSources')}</option>
-                {sources.map((s) => (
-                  <option key={s} value={s}>
-                    {s}
-                  </option>
-                ))}
-              </select>
-            </Field>
-            <Field label={t('content.minScore')}>
-              <input name="minScore" type="number" min={0} max={10} step={0.1} value={draft.minScore} onInput={(e) => set('minScore', e.currentTarget.value)} />
-            </Field>
-            <Field label={t('content.maxScore')}>
-              <input name="maxScore" type="number" min={0} max={10} step={0.1} value={draft.maxScore} onInput={(e) => set('maxScore', e.currentTarget.value)} />
-            </Field>
-            <Field label={t('content.sort')}>
-              <select
-                name="sort"
-                value={`${draft.orderBy}:${draft.order}`}
-                onChange={(e) => {
-                  const [orderBy, order] = e.currentTarget.value.split(':') as [string, string];
-                  setDraft((d) => ({ ...d, orderBy, order }));
-                  apply({ ...draft, orderBy, order });
-                }}
-              >
-                <option value="score:desc">{t('content.sort.scoreDesc')}</option>
-                <option value="score:asc">{t('content.sort.scoreAsc')}</option>
-                <option value="createdAt:desc">{t('content.sort.newest')}</option>
-                <option value="createdAt:asc">{t('content.sort.oldest')}</option>
-                <option value="analyzedAt:desc">{t('content.sort.analyzedDesc')}</option>
-              </select>
-            </Field>
+            <InputField
+              label={t('content.search')}
+              fieldClass="grow"
+              type="search"
+              name="q"
+              placeholder={t('content.searchPlaceholder')}
+              value={draft.q}
+              onValue={(v) => set('q', v)}
+            />
+            <SelectField
+              label={t('content.source')}
+              name="source"
+              value={draft.source}
+              onValue={(source) => {
+                set('source', source);
+                apply({ ...draft, source });
+              }}
+              choices={[{ value: '', label: t('content.allSources') }, ...sources.map((s) => ({ value: s, label: s }))]}
+            />
+            {(['minScore', 'maxScore'] as const).map((k) => (
+              <InputField key={k} label={t(`content.${k}`)} name={k} type="number" min={0} max={10} step={0.1} value={draft[k]} onValue={(v) => set(k, v)} />
+            ))}
+            <SelectField
+              label={t('content.sort')}
+              name="sort"
+              value={`${draft.orderBy}:${draft.order}`}
+              onValue={(v) => {
+                const [orderBy, order] = v.split(':') as [string, string];
+                setDraft((d) => ({ ...d, orderBy, order }));
+                apply({ ...draft, orderBy, order });
+              }}
+              choices={[
+                { value: 'score:desc', label: t('content.sort.scoreDesc') },
+                { value: 'score:asc', label: t('content.sort.scoreAsc') },
+                { value: 'createdAt:desc', label: t('content.sort.newest') },
+                { value: 'createdAt:asc', label: t('content.sort.oldest') },
+                { value: 'analyzedAt:desc', label: t('content.sort.analyzedDesc') },
+              ]}
+            />
             <button type="submit">{t('common.apply')}</button>
           </form>
           <p class="muted" role="status" data-testid="content-count">

@@ -3,11 +3,13 @@ import type { ComponentType } from 'preact';
 import { useEffect, useMemo, useState } from 'preact/hooks';
 import { get, post } from '../api';
 import type { ChartSeries } from '../charts/time-chart';
+import { DataTable } from '../data-table';
+import { InputField } from '../form';
 import { fmtDate, fmtDuration, fmtNumber } from '../format';
 import { t } from '../i18n';
 import { setUser, useSession } from '../session';
 import type { DashboardRow, LogStat, Status, User } from '../types';
-import { Badge, ErrorNote, Field, Loading, Page, toast, useAction, useAsync } from '../ui';
+import { type Async, Badge, ErrorNote, Facts, Loading, Page, toast, useAction, useAsync } from '../ui';
 
 type Ready = { status: string; checks: Record<string, string> };
 
@@ -48,6 +50,24 @@ function LazyChart(props: { days: number[]; series: ChartSeries[]; label: string
     };
   }, []);
   return Chart ? <Chart {...props} /> : <div class="chart placeholder" />;
+}
+
+/** A day-by-day chart of the week's usage in a card. */
+function UsageChart(props: { title: string; usage: Async<unknown>; empty: boolean; days: number[]; series: ChartSeries[]; showError?: boolean }) {
+  const { usage } = props;
+  return (
+    <section class="card">
+      <h2>{props.title}</h2>
+      {props.showError && <ErrorNote error={usage.error} onRetry={usage.reload} />}
+      {usage.loading && !usage.data ? (
+        <Loading />
+      ) : props.empty ? (
+        <p class="empty">{t('dashboard.noUsage')}</p>
+      ) : (
+        <LazyChart days={props.days} series={props.series} label={props.title} />
+      )}
+    </section>
+  );
 }
 
 export default function DashboardPage() {
@@ -93,62 +113,24 @@ export default function DashboardPage() {
       </div>
 
       <div class="grid-2">
-        <section class="card">
-          <h2>{t('dashboard.requestsPerDay')}</h2>
-          <ErrorNote error={usage.error} onRetry={usage.reload} />
-          {usage.loading && !usage.data ? (
-            <Loading />
-          ) : totalRequests === 0 ? (
-            <p class="empty">{t('dashboard.noUsage')}</p>
-          ) : (
-            <LazyChart days={days.xs} series={requests} label={t('dashboard.requestsPerDay')} />
-          )}
-        </section>
-        <section class="card">
-          <h2>{t('dashboard.quotaPerDay')}</h2>
-          {usage.loading && !usage.data ? (
-            <Loading />
-          ) : totalRequests === 0 ? (
-            <p class="empty">{t('dashboard.noUsage')}</p>
-          ) : (
-            <LazyChart days={days.xs} series={quota} label={t('dashboard.quotaPerDay')} />
-          )}
-        </section>
+        <UsageChart title={t('dashboard.requestsPerDay')} usage={usage} empty={totalRequests === 0} days={days.xs} series={requests} showError />
+        <UsageChart title={t('dashboard.quotaPerDay')} usage={usage} empty={totalRequests === 0} days={days.xs} series={quota} />
       </div>
       <p class="hint">{t('dashboard.lagHint')}</p>
       {rows.length > 0 && (
         <details class="card">
           <summary>{t('dashboard.asTable')}</summary>
-          <div class="table-wrap">
-            <table>
-              <thead>
-                <tr>
-                  <th scope="col">{t('dashboard.day')}</th>
-                  <th scope="col">{t('common.model')}</th>
-                  <th scope="col" class="num">
-                    {t('dashboard.requests')}
-                  </th>
-                  <th scope="col" class="num">
-                    {t('common.quota')}
-                  </th>
-                  <th scope="col" class="num">
-                    {t('common.tokens')}
-                  </th>
-                </tr>
-              </thead>
-              <tbody>
-                {rows.map((r) => (
-                  <tr key={`${r.Day}-${r.ModelName}`}>
-                    <td>{r.Day}</td>
-                    <td>{r.ModelName}</td>
-                    <td class="num">{fmtNumber(r.RequestCount)}</td>
-                    <td class="num">{fmtNumber(r.Quota)}</td>
-                    <td class="num">{fmtNumber(r.PromptTokens + r.CompletionTokens)}</td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
+          <DataTable
+            rows={rows}
+            rowKey={(r) => `${r.Day}-${r.ModelName}`}
+            columns={[
+              { head: t('dashboard.day'), cell: (r) => r.Day },
+              { head: t('common.model'), cell: (r) => r.ModelName },
+              { head: t('dashboard.requests'), num: true, cell: (r) => fmtNumber(r.RequestCount) },
+              { head: t('common.quota'), num: true, cell: (r) => fmtNumber(r.Quota) },
+              { head: t('common.tokens'), num: true, cell: (r) => fmtNumber(r.PromptTokens + r.CompletionTokens) },
+            ]}
+          />
         </details>
       )}
 
@@ -158,23 +140,21 @@ export default function DashboardPage() {
           <h2>{t('dashboard.status')}</h2>
           <ErrorNote error={status.error} />
           {status.data && (
-            <dl class="facts">
-              <dt>{t('dashboard.version')}</dt>
-              <dd>{status.data.version}</dd>
-              <dt>{t('dashboard.uptime')}</dt>
-              <dd title={fmtDate(status.data.start_time)}>{fmtDuration(Date.now() / 1000 - status.data.start_time)}</dd>
-              <dt>{t('dashboard.retention')}</dt>
-              <dd>{t('dashboard.days', { n: status.data.log_retention_days })}</dd>
-              {ready.data &&
-                Object.entries(ready.data.checks).map(([name, state]) => (
-                  <div key={name}>
-                    <dt>{name === 'postgres' ? 'PostgreSQL' : name === 'redis' ? 'Redis' : name}</dt>
-                    <dd>
-                      <Badge tone={state === 'ok' ? 'ok' : 'bad'}>{state === 'ok' ? t('dashboard.up') : t('dashboard.down')}</Badge>
-                    </dd>
-                  </div>
-                ))}
-            </dl>
+            <Facts
+              facts={[
+                { label: t('dashboard.version'), value: status.data.version },
+                {
+                  label: t('dashboard.uptime'),
+                  value: fmtDuration(Date.now() / 1000 - status.data.start_time),
+                  title: fmtDate(status.data.start_time),
+                },
+                { label: t('dashboard.retention'), value: t('dashboard.days', { n: status.data.log_retention_days }) },
+                ...Object.entries(ready.data?.checks ?? {}).map(([name, state]) => ({
+                  label: name === 'postgres' ? 'PostgreSQL' : name === 'redis' ? 'Redis' : name,
+                  value: <Badge tone={state === 'ok' ? 'ok' : 'bad'}>{state === 'ok' ? t('dashboard.up') : t('dashboard.down')}</Badge>,
+                })),
+              ]}
+            />
           )}
         </section>
       </div>
@@ -201,9 +181,7 @@ function Redeem() {
           });
         }}
       >
-        <Field label={t('dashboard.code')}>
-          <input name="code" required autocomplete="off" spellcheck={false} value={code} onInput={(e) => setCode(e.currentTarget.value)} />
-        </Field>
+        <InputField label={t('dashboard.code')} name="code" required autocomplete="off" spellcheck={false} value={code} onValue={setCode} />
         <button type="submit" class="primary" disabled={action.busy || !code.trim()}>
           {t('dashboard.redeemButton')}
         </button>

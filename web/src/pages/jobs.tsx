@@ -1,17 +1,19 @@
 // Jobs: the caller's jobs with live state and progress (server-sent events), their results and errors; admins get Bull Board.
-import { Fragment } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { describeError, get, query } from '../api';
+import { DataTable } from '../data-table';
+import { SelectField } from '../form';
 import { fmtDate } from '../format';
 import { t } from '../i18n';
 import { jobStateKey, watchJob } from '../job-events';
 import { isAdmin, useSession } from '../session';
 import type { Job } from '../types';
-import { Badge, Empty, ErrorNote, Field, Loading, Page, type Tone, useAction } from '../ui';
+import { Badge, Empty, ErrorNote, Loading, Page, type Tone, useAction } from '../ui';
 
 const QUEUES = ['content', 'embeddings', 'mail'];
 const STATES = ['waiting', 'active', 'delayed', 'completed', 'failed'];
 const LIVE_LIMIT = 10;
+const ALL = () => ({ value: '', label: t('common.all') });
 
 const tone = (state: string): Tone => (state === 'completed' ? 'ok' : state === 'failed' ? 'bad' : state === 'active' ? 'info' : 'muted');
 
@@ -81,26 +83,14 @@ export default function JobsPage() {
     >
       <p class="muted">{t('jobs.intro')}</p>
       <div class="toolbar">
-        <Field label={t('jobs.queue')}>
-          <select name="queue" value={queue} onChange={(e) => setQueue(e.currentTarget.value)}>
-            <option value="">{t('common.all')}</option>
-            {QUEUES.map((q) => (
-              <option key={q} value={q}>
-                {q}
-              </option>
-            ))}
-          </select>
-        </Field>
-        <Field label={t('jobs.state')}>
-          <select name="state" value={state} onChange={(e) => setState(e.currentTarget.value)}>
-            <option value="">{t('common.all')}</option>
-            {STATES.map((s) => (
-              <option key={s} value={s}>
-                {t(jobStateKey(s))}
-              </option>
-            ))}
-          </select>
-        </Field>
+        <SelectField label={t('jobs.queue')} name="queue" value={queue} onValue={setQueue} choices={[ALL(), ...QUEUES.map((q) => ({ value: q, label: q }))]} />
+        <SelectField
+          label={t('jobs.state')}
+          name="state"
+          value={state}
+          onValue={setState}
+          choices={[ALL(), ...STATES.map((s) => ({ value: s, label: t(jobStateKey(s)) }))]}
+        />
         <button type="button" onClick={() => void load(false)}>
           {t('common.refresh')}
         </button>
@@ -109,57 +99,47 @@ export default function JobsPage() {
       {!jobs && action.busy && <Loading />}
       {jobs?.length === 0 && <Empty>{t('jobs.none')}</Empty>}
       {jobs && jobs.length > 0 && (
-        <div class="table-wrap">
-          <table data-testid="jobs-table">
-            <thead>
-              <tr>
-                <th scope="col">{t('jobs.job')}</th>
-                <th scope="col">{t('jobs.queue')}</th>
-                <th scope="col">{t('jobs.state')}</th>
-                <th scope="col">{t('jobs.progress')}</th>
-                <th scope="col" class="num">
-                  {t('jobs.attempts')}
-                </th>
-                <th scope="col">{t('jobs.created')}</th>
-                <th scope="col">{t('jobs.finished')}</th>
-              </tr>
-            </thead>
-            <tbody>
-              {jobs.map((j) => {
+        <DataTable
+          rows={jobs}
+          testId="jobs-table"
+          rowKey={(j) => j.id}
+          columns={[
+            {
+              head: t('jobs.job'),
+              cell: (j) => (
+                <>
+                  <button type="button" class="link" aria-expanded={openId === j.id} onClick={() => setOpenId(openId === j.id ? null : j.id)}>
+                    {j.name}
+                  </button>
+                  <div class="muted small">
+                    <code>{j.id}</code>
+                  </div>
+                </>
+              ),
+            },
+            { head: t('jobs.queue'), cell: (j) => j.queue },
+            { head: t('jobs.state'), cell: (j) => <Badge tone={tone(j.state)}>{t(jobStateKey(j.state))}</Badge> },
+            {
+              head: t('jobs.progress'),
+              cell: (j) => {
                 const pct = j.state === 'completed' ? 100 : progressOf(j.progress);
-                return (
-                  <Fragment key={j.id}>
-                    <tr>
-                      <td>
-                        <button type="button" class="link" aria-expanded={openId === j.id} onClick={() => setOpenId(openId === j.id ? null : j.id)}>
-                          {j.name}
-                        </button>
-                        <div class="muted small">
-                          <code>{j.id}</code>
-                        </div>
-                      </td>
-                      <td>{j.queue}</td>
-                      <td>
-                        <Badge tone={tone(j.state)}>{t(jobStateKey(j.state))}</Badge>
-                      </td>
-                      <td>{pct === null ? '—' : <progress max={100} value={pct} aria-label={`${pct}%`} />}</td>
-                      <td class="num">{j.attempts}</td>
-                      <td>{fmtDate(j.createdAt)}</td>
-                      <td>{fmtDate(j.finishedAt) || '—'}</td>
-                    </tr>
-                    {openId === j.id && (
-                      <tr class="detail">
-                        <td colSpan={7}>
-                          <JobDetail id={j.id} />
-                        </td>
-                      </tr>
-                    )}
-                  </Fragment>
-                );
-              })}
-            </tbody>
-          </table>
-        </div>
+                return pct === null ? '—' : <progress max={100} value={pct} aria-label={`${pct}%`} />;
+              },
+            },
+            { head: t('jobs.attempts'), num: true, cell: (j) => j.attempts },
+            { head: t('jobs.created'), cell: (j) => fmtDate(j.createdAt) },
+            { head: t('jobs.finished'), cell: (j) => fmtDate(j.finishedAt) || '—' },
+          ]}
+          after={(j) =>
+            openId === j.id && (
+              <tr class="detail">
+                <td colSpan={7}>
+                  <JobDetail id={j.id} />
+                </td>
+              </tr>
+            )
+          }
+        />
       )}
       {cursor && (
         <button type="button" class="block" disabled={action.busy} onClick={() => void load(true)}>

@@ -1,14 +1,15 @@
 // API keys: create (the whole key shown once, with a copy button), list masked, enable/disable, edit, delete.
 import { useState } from 'preact/hooks';
-import { call, del, post, put, query } from '../api';
+import { del, post, put } from '../api';
+import { RowButtons } from '../data-table';
+import { ActionForm, CheckField, InputField } from '../form';
 import { fmtDate, fmtNumber, fromLocalInput, toLocalInput } from '../format';
 import { t } from '../i18n';
 import { forgetKey, rememberKey } from '../keys-memory';
+import { SearchListPage, useSearchList } from '../paged-list';
 import { navigate } from '../router';
 import type { Token } from '../types';
-import { Badge, confirmAction, CopyButton, Dialog, Empty, ErrorNote, Field, Loading, Page, Pager, type Tone, toast, useAction, useAsync } from '../ui';
-
-const PAGE_SIZE = 20;
+import { askDelete, CopyButton, DialogFor, StatusBadge, type Tone, toast, useAction } from '../ui';
 
 export function tokenStatus(s: number): { tone: Tone; label: string } {
   switch (s) {
@@ -24,166 +25,75 @@ export function tokenStatus(s: number): { tone: Tone; label: string } {
 }
 
 export default function KeysPage() {
-  const [page, setPage] = useState(0);
-  const [keyword, setKeyword] = useState('');
-  const [search, setSearch] = useState('');
-  const list = useAsync(async () => {
-    const path = search ? '/api/token/search' : '/api/token/';
-    const res = await call<Token[]>('GET', path + query({ p: page, page_size: PAGE_SIZE, keyword: search }));
-    return { rows: res.data, total: Number(res.headers.get('x-total-count') ?? res.data.length) };
-  }, [page, search]);
-  const [creating, setCreating] = useState(false);
-  const [editing, setEditing] = useState<Token | null>(null);
+  const state = useSearchList<Token>('/api/token/');
+  const [editing, setEditing] = useState<Token | 'new' | null>(null);
   const [shown, setShown] = useState<Token | null>(null);
-  const action = useAction();
 
-  const toggle = (tok: Token) =>
-    action.run(async () => {
-      await put('/api/token/?status_only=1', { id: tok.id, status: tok.status === 1 ? 2 : 1 });
-      list.reload();
-    });
-  const remove = async (tok: Token) => {
-    if (
-      !(await confirmAction({
-        title: t('keys.deleteTitle'),
-        message: t('keys.deleteText', { name: tok.name || `#${tok.id}` }),
-        confirmLabel: t('common.delete'),
-      }))
-    )
-      return;
-    await action.run(async () => {
+  const toggle = (tok: Token) => state.change(() => put('/api/token/?status_only=1', { id: tok.id, status: tok.status === 1 ? 2 : 1 }));
+  const remove = (tok: Token) =>
+    state.changeIfConfirmed(askDelete(t('keys.deleteTitle'), t('keys.deleteText', { name: tok.name || `#${tok.id}` })), async () => {
       await del(`/api/token/${tok.id}`);
       forgetKey(tok.id);
       toast(t('keys.deleted'));
-      list.reload();
     });
-  };
 
   return (
-    <Page
+    <SearchListPage
       title={t('keys.title')}
-      actions={
-        <button type="button" class="primary" onClick={() => setCreating(true)}>
-          {t('keys.create')}
-        </button>
-      }
-    >
-      <p class="muted">{t('keys.intro')}</p>
-      <form
-        class="toolbar"
-        onSubmit={(e) => {
-          e.preventDefault();
-          setPage(0);
-          setSearch(keyword.trim());
-        }}
-      >
-        <Field label={t('keys.searchLabel')}>
-          <input type="search" value={keyword} onInput={(e) => setKeyword(e.currentTarget.value)} />
-        </Field>
-        <button type="submit">{t('common.search')}</button>
-      </form>
-      <ErrorNote error={list.error} onRetry={list.reload} />
-      <ErrorNote error={action.error} />
-      {list.loading && !list.data ? (
-        <Loading />
-      ) : list.data && list.data.rows.length === 0 ? (
-        <Empty>{search ? t('common.noMatches') : t('keys.none')}</Empty>
-      ) : (
-        list.data && (
-          <div class="table-wrap">
-            <table data-testid="keys-table">
-              <thead>
-                <tr>
-                  <th scope="col">{t('common.name')}</th>
-                  <th scope="col">{t('keys.key')}</th>
-                  <th scope="col">{t('common.status')}</th>
-                  <th scope="col" class="num">
-                    {t('keys.remaining')}
-                  </th>
-                  <th scope="col" class="num">
-                    {t('keys.used')}
-                  </th>
-                  <th scope="col">{t('keys.expires')}</th>
-                  <th scope="col">{t('keys.models')}</th>
-                  <th scope="col">{t('keys.subnet')}</th>
-                  <th scope="col">
-                    <span class="sr-only">{t('common.actions')}</span>
-                  </th>
-                </tr>
-              </thead>
-              <tbody>
-                {list.data.rows.map((tok) => {
-                  const st = tokenStatus(tok.status);
-                  return (
-                    <tr key={tok.id}>
-                      <td>{tok.name || <span class="muted">#{tok.id}</span>}</td>
-                      <td>
-                        <code>{tok.key}</code>
-                      </td>
-                      <td>
-                        <Badge tone={st.tone}>{st.label}</Badge>
-                      </td>
-                      <td class="num">{tok.unlimited_quota ? t('keys.unlimited') : fmtNumber(tok.remain_quota)}</td>
-                      <td class="num">{fmtNumber(tok.used_quota)}</td>
-                      <td>{tok.expired_time === -1 ? t('keys.never') : fmtDate(tok.expired_time)}</td>
-                      <td>{tok.models || <span class="muted">{t('keys.allModels')}</span>}</td>
-                      <td>{tok.subnet || <span class="muted">{t('keys.anyAddress')}</span>}</td>
-                      <td class="row-actions">
-                        <button type="button" disabled={action.busy} onClick={() => void toggle(tok)}>
-                          {tok.status === 1 ? t('common.disable') : t('common.enable')}
-                        </button>
-                        <button type="button" onClick={() => setEditing(tok)}>
-                          {t('common.edit')}
-                        </button>
-                        <button type="button" class="danger" onClick={() => void remove(tok)}>
-                          {t('common.delete')}
-                        </button>
-                      </td>
-                    </tr>
-                  );
-                })}
-              </tbody>
-            </table>
-          </div>
-        )
+      createLabel={t('keys.create')}
+      onCreate={() => setEditing('new')}
+      intro={t('keys.intro')}
+      state={state}
+      searchLabel={t('keys.searchLabel')}
+      none={t('keys.none')}
+      testId="keys-table"
+      rowKey={(tok) => tok.id}
+      columns={[
+        { head: t('common.name'), cell: (tok) => tok.name || <span class="muted">#{tok.id}</span> },
+        { head: t('keys.key'), cell: (tok) => <code>{tok.key}</code> },
+        { head: t('common.status'), cell: (tok) => <StatusBadge {...tokenStatus(tok.status)} /> },
+        { head: t('keys.remaining'), num: true, cell: (tok) => (tok.unlimited_quota ? t('keys.unlimited') : fmtNumber(tok.remain_quota)) },
+        { head: t('keys.used'), num: true, cell: (tok) => fmtNumber(tok.used_quota) },
+        { head: t('keys.expires'), cell: (tok) => (tok.expired_time === -1 ? t('keys.never') : fmtDate(tok.expired_time)) },
+        { head: t('keys.models'), cell: (tok) => tok.models || <span class="muted">{t('keys.allModels')}</span> },
+        { head: t('keys.subnet'), cell: (tok) => tok.subnet || <span class="muted">{t('keys.anyAddress')}</span> },
+      ]}
+      actions={(tok) => (
+        <RowButtons
+          enabled={tok.status === 1}
+          busy={state.action.busy}
+          onToggle={() => void toggle(tok)}
+          onEdit={() => setEditing(tok)}
+          onDelete={() => void remove(tok)}
+        />
       )}
-      {list.data && <Pager page={page} pageSize={PAGE_SIZE} total={list.data.total} onPage={setPage} />}
-
-      <Dialog open={creating} title={t('keys.create')} onClose={() => setCreating(false)}>
-        {creating && (
+    >
+      <DialogFor value={editing} title={(tok) => (tok === 'new' ? t('keys.create') : t('keys.edit'))} onClose={() => setEditing(null)}>
+        {(tok) => (
           <TokenForm
-            onDone={(tok) => {
-              setCreating(false);
-              rememberKey({ id: tok.id, name: tok.name, key: tok.key });
-              setShown(tok);
-              list.reload();
-            }}
-            onCancel={() => setCreating(false)}
-          />
-        )}
-      </Dialog>
-      <Dialog open={!!editing} title={t('keys.edit')} onClose={() => setEditing(null)}>
-        {editing && (
-          <TokenForm
-            token={editing}
-            onDone={() => {
+            token={tok === 'new' ? undefined : tok}
+            onDone={(saved) => {
               setEditing(null);
-              toast(t('common.saved'));
-              list.reload();
+              if (tok === 'new') {
+                // The whole key, this once.
+                rememberKey({ id: saved.id, name: saved.name, key: saved.key });
+                setShown(saved);
+              } else toast(t('common.saved'));
+              state.list.reload();
             }}
             onCancel={() => setEditing(null)}
           />
         )}
-      </Dialog>
-      <Dialog open={!!shown} title={t('keys.createdTitle')} onClose={() => setShown(null)}>
-        {shown && (
+      </DialogFor>
+      <DialogFor value={shown} title={() => t('keys.createdTitle')} onClose={() => setShown(null)}>
+        {(tok) => (
           <div class="key-shown">
             <p class="note warn">{t('keys.shownOnce')}</p>
             <code class="secret" data-testid="new-key">
-              {shown.key}
+              {tok.key}
             </code>
             <div class="form-actions">
-              <CopyButton text={shown.key} class="primary" />
+              <CopyButton text={tok.key} class="primary" />
               <button
                 type="button"
                 onClick={() => {
@@ -199,8 +109,8 @@ export default function KeysPage() {
             </div>
           </div>
         )}
-      </Dialog>
-    </Page>
+      </DialogFor>
+    </SearchListPage>
   );
 }
 
@@ -216,59 +126,42 @@ export function TokenForm(props: { token?: Token; preset?: Partial<Token>; onDon
   const [subnet, setSubnet] = useState(init?.subnet ?? '');
   const action = useAction();
 
-  const submit = (e: Event) => {
-    e.preventDefault();
-    void action.run(async () => {
-      const body = {
-        name: name.trim(),
-        unlimited_quota: unlimited,
-        remain_quota: Number(remain) || 0,
-        expired_time: never ? -1 : (fromLocalInput(expires) ?? -1),
-        models: models.trim(),
-        subnet: subnet.trim(),
-      };
-      const tok = props.token ? await put<Token>(`/api/token/${props.token.id}`, body) : await post<Token>('/api/token/', body);
-      props.onDone(tok);
-    });
+  const submit = async () => {
+    const body = {
+      name: name.trim(),
+      unlimited_quota: unlimited,
+      remain_quota: Number(remain) || 0,
+      expired_time: never ? -1 : (fromLocalInput(expires) ?? -1),
+      models: models.trim(),
+      subnet: subnet.trim(),
+    };
+    const tok = props.token ? await put<Token>(`/api/token/${props.token.id}`, body) : await post<Token>('/api/token/', body);
+    props.onDone(tok);
   };
   return (
-    <form class="form" onSubmit={submit}>
-      <ErrorNote error={action.error} />
-      <Field label={t('common.name')}>
-        <input name="name" maxLength={50} value={name} onInput={(e) => setName(e.currentTarget.value)} />
-      </Field>
-      <label class="check">
-        <input type="checkbox" name="unlimited" checked={unlimited} onChange={(e) => setUnlimited(e.currentTarget.checked)} />
+    <ActionForm action={action} onSubmit={submit} onCancel={props.onCancel} submitLabel={props.token ? t('common.save') : t('keys.create')}>
+      <InputField label={t('common.name')} name="name" maxLength={50} value={name} onValue={setName} />
+      <CheckField name="unlimited" checked={unlimited} onChecked={setUnlimited}>
         {t('keys.unlimitedLabel')}
-      </label>
+      </CheckField>
       {!unlimited && (
-        <Field label={t('keys.remaining')} hint={t('keys.remainingHint')}>
-          <input name="remain_quota" type="number" min={0} step={1} value={remain} onInput={(e) => setRemain(e.currentTarget.value)} />
-        </Field>
+        <InputField
+          label={t('keys.remaining')}
+          hint={t('keys.remainingHint')}
+          name="remain_quota"
+          type="number"
+          min={0}
+          step={1}
+          value={remain}
+          onValue={setRemain}
+        />
       )}
-      <label class="check">
-        <input type="checkbox" name="never" checked={never} onChange={(e) => setNever(e.currentTarget.checked)} />
+      <CheckField name="never" checked={never} onChecked={setNever}>
         {t('keys.neverExpires')}
-      </label>
-      {!never && (
-        <Field label={t('keys.expires')}>
-          <input name="expires" type="datetime-local" required value={expires} onInput={(e) => setExpires(e.currentTarget.value)} />
-        </Field>
-      )}
-      <Field label={t('keys.models')} hint={t('keys.modelsHint')}>
-        <input name="models" value={models} placeholder="local-hash-v1" onInput={(e) => setModels(e.currentTarget.value)} />
-      </Field>
-      <Field label={t('keys.subnet')} hint={t('keys.subnetHint')}>
-        <input name="subnet" value={subnet} placeholder="10.0.0.0/8, 127.0.0.1" onInput={(e) => setSubnet(e.currentTarget.value)} />
-      </Field>
-      <div class="form-actions">
-        <button type="button" onClick={props.onCancel}>
-          {t('common.cancel')}
-        </button>
-        <button type="submit" class="primary" disabled={action.busy}>
-          {props.token ? t('common.save') : t('keys.create')}
-        </button>
-      </div>
-    </form>
+      </CheckField>
+      {!never && <InputField label={t('keys.expires')} name="expires" type="datetime-local" required value={expires} onValue={setExpires} />}
+      <InputField label={t('keys.models')} hint={t('keys.modelsHint')} name="models" placeholder="local-hash-v1" value={models} onValue={setModels} />
+      <InputField label={t('keys.subnet')} hint={t('keys.subnetHint')} name="subnet" placeholder="10.0.0.0/8, 127.0.0.1" value={subnet} onValue={setSubnet} />
+    </ActionForm>
   );
 }

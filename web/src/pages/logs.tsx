@@ -1,13 +1,15 @@
 // Usage and audit logs with filters: your own at /logs, everyone's (below your role) at /admin/logs.
 import { useState } from 'preact/hooks';
-import { call, get, query } from '../api';
+import { get, query } from '../api';
+import { LoadedTable } from '../data-table';
+import { InputField, SelectField } from '../form';
 import { fmtDate, fmtNumber, fromLocalInput } from '../format';
 import { type MessageKey, t } from '../i18n';
+import { getRows, PAGE_SIZE } from '../paged-list';
 import { useLocation } from '../router';
 import type { LogRow, LogStat } from '../types';
-import { Badge, Empty, ErrorNote, Field, Loading, Page, Pager, type Tone, useAsync } from '../ui';
+import { Badge, ErrorNote, Page, Pager, type Tone, useAsync } from '../ui';
 
-const PAGE_SIZE = 20;
 const TYPES: { id: number; key: MessageKey; tone: Tone }[] = [
   { id: 1, key: 'logs.type.topup', tone: 'ok' },
   { id: 2, key: 'logs.type.consume', tone: 'info' },
@@ -41,10 +43,10 @@ export default function LogsPage() {
     ...(admin ? { username: filters.username, channel: filters.channel } : {}),
   };
   const base = admin ? '/api/log' : '/api/log/self';
-  const list = useAsync(async () => {
-    const res = await call<LogRow[]>('GET', `${admin ? '/api/log/' : '/api/log/self'}${query({ ...params, p: page, page_size: PAGE_SIZE })}`);
-    return { rows: res.data, total: Number(res.headers.get('x-total-count') ?? res.data.length), capped: res.headers.get('x-total-count-capped') === 'true' };
-  }, [admin, filters, page]);
+  const list = useAsync(
+    () => getRows<LogRow>(`${admin ? '/api/log/' : '/api/log/self'}${query({ ...params, p: page, page_size: PAGE_SIZE })}`),
+    [admin, filters, page],
+  );
   const stat = useAsync(() => get<LogStat>(`${base}/stat${query(params)}`), [admin, filters]);
   const set = (k: keyof Filters, v: string) => setDraft((d) => ({ ...d, [k]: v }));
 
@@ -58,38 +60,19 @@ export default function LogsPage() {
           setFilters(draft);
         }}
       >
-        <Field label={t('logs.type')}>
-          <select name="type" value={draft.type} onChange={(e) => set('type', e.currentTarget.value)}>
-            <option value="0">{t('common.all')}</option>
-            {TYPES.map((ty) => (
-              <option key={ty.id} value={ty.id}>
-                {t(ty.key)}
-              </option>
-            ))}
-          </select>
-        </Field>
-        {admin && (
-          <Field label={t('logs.user')}>
-            <input name="username" value={draft.username} onInput={(e) => set('username', e.currentTarget.value)} />
-          </Field>
-        )}
-        <Field label={t('common.model')}>
-          <input name="model_name" value={draft.model_name} onInput={(e) => set('model_name', e.currentTarget.value)} />
-        </Field>
-        <Field label={t('logs.token')}>
-          <input name="token_name" value={draft.token_name} onInput={(e) => set('token_name', e.currentTarget.value)} />
-        </Field>
-        {admin && (
-          <Field label={t('logs.channel')}>
-            <input name="channel" type="number" min={0} value={draft.channel} onInput={(e) => set('channel', e.currentTarget.value)} />
-          </Field>
-        )}
-        <Field label={t('logs.from')}>
-          <input name="start" type="datetime-local" value={draft.start} onInput={(e) => set('start', e.currentTarget.value)} />
-        </Field>
-        <Field label={t('logs.until')}>
-          <input name="end" type="datetime-local" value={draft.end} onInput={(e) => set('end', e.currentTarget.value)} />
-        </Field>
+        <SelectField
+          label={t('logs.type')}
+          name="type"
+          value={draft.type}
+          onValue={(v) => set('type', v)}
+          choices={[{ value: '0', label: t('common.all') }, ...TYPES.map((ty) => ({ value: ty.id, label: t(ty.key) }))]}
+        />
+        {admin && <InputField label={t('logs.user')} name="username" value={draft.username} onValue={(v) => set('username', v)} />}
+        <InputField label={t('common.model')} name="model_name" value={draft.model_name} onValue={(v) => set('model_name', v)} />
+        <InputField label={t('logs.token')} name="token_name" value={draft.token_name} onValue={(v) => set('token_name', v)} />
+        {admin && <InputField label={t('logs.channel')} name="channel" type="number" min={0} value={draft.channel} onValue={(v) => set('channel', v)} />}
+        <InputField label={t('logs.from')} name="start" type="datetime-local" value={draft.start} onValue={(v) => set('start', v)} />
+        <InputField label={t('logs.until')} name="end" type="datetime-local" value={draft.end} onValue={(v) => set('end', v)} />
         <div class="form-actions left">
           <button type="submit" class="primary">
             {t('common.apply')}
@@ -112,58 +95,39 @@ export default function LogsPage() {
         </p>
       )}
       <ErrorNote error={list.error} onRetry={list.reload} />
-      {list.loading && !list.data ? (
-        <Loading />
-      ) : list.data?.rows.length === 0 ? (
-        <Empty>{t('logs.none')}</Empty>
-      ) : (
-        <div class="table-wrap">
-          <table data-testid="logs-table">
-            <thead>
-              <tr>
-                <th scope="col">{t('logs.time')}</th>
-                <th scope="col">{t('logs.type')}</th>
-                {admin && <th scope="col">{t('logs.user')}</th>}
-                <th scope="col">{t('logs.token')}</th>
-                <th scope="col">{t('common.model')}</th>
-                <th scope="col" class="num">
-                  {t('common.quota')}
-                </th>
-                <th scope="col" class="num">
-                  {t('common.tokens')}
-                </th>
-                <th scope="col" class="num">
-                  {t('logs.elapsed')}
-                </th>
-                <th scope="col">{t('logs.content')}</th>
-              </tr>
-            </thead>
-            <tbody>
-              {list.data?.rows.map((r) => {
-                const ty = TYPES.find((x) => x.id === r.type);
-                return (
-                  <tr key={r.id}>
-                    <td>{fmtDate(r.created_at)}</td>
-                    <td>
-                      <Badge tone={ty?.tone ?? 'muted'}>{ty ? t(ty.key) : r.type}</Badge>
-                    </td>
-                    {admin && <td>{r.username}</td>}
-                    <td>{r.token_name || '—'}</td>
-                    <td>{r.model_name || '—'}</td>
-                    <td class="num">{fmtNumber(r.quota)}</td>
-                    <td class="num">{fmtNumber(r.prompt_tokens + r.completion_tokens)}</td>
-                    <td class="num">{r.elapsed_time ? `${fmtNumber(r.elapsed_time)} ms` : '—'}</td>
-                    <td class="wrap">
-                      {r.content}
-                      {r.request_count > 1 && <span class="muted"> ×{r.request_count}</span>}
-                    </td>
-                  </tr>
-                );
-              })}
-            </tbody>
-          </table>
-        </div>
-      )}
+      <LoadedTable
+        loading={list.loading}
+        rows={list.data?.rows}
+        empty={t('logs.none')}
+        testId="logs-table"
+        rowKey={(r) => r.id}
+        columns={[
+          { head: t('logs.time'), cell: (r) => fmtDate(r.created_at) },
+          {
+            head: t('logs.type'),
+            cell: (r) => {
+              const ty = TYPES.find((x) => x.id === r.type);
+              return <Badge tone={ty?.tone ?? 'muted'}>{ty ? t(ty.key) : r.type}</Badge>;
+            },
+          },
+          admin && { head: t('logs.user'), cell: (r) => r.username },
+          { head: t('logs.token'), cell: (r) => r.token_name || '—' },
+          { head: t('common.model'), cell: (r) => r.model_name || '—' },
+          { head: t('common.quota'), num: true, cell: (r) => fmtNumber(r.quota) },
+          { head: t('common.tokens'), num: true, cell: (r) => fmtNumber(r.prompt_tokens + r.completion_tokens) },
+          { head: t('logs.elapsed'), num: true, cell: (r) => (r.elapsed_time ? `${fmtNumber(r.elapsed_time)} ms` : '—') },
+          {
+            head: t('logs.content'),
+            class: 'wrap',
+            cell: (r) => (
+              <>
+                {r.content}
+                {r.request_count > 1 && <span class="muted"> ×{r.request_count}</span>}
+              </>
+            ),
+          },
+        ]}
+      />
       {list.data && <Pager page={page} pageSize={PAGE_SIZE} total={list.data.total} capped={list.data.capped} onPage={setPage} />}
     </Page>
   );

@@ -1,13 +1,14 @@
 // One mail account: latest and all mail (INBOX/Junk), a safe message view, get a verification code while it arrives, empty folders.
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { type ApiError, call, get } from '../api';
+import { CheckField, InputField, SelectField } from '../form';
 import { fmtDate } from '../format';
 import { t } from '../i18n';
 import { jobCall, type JobWatch, jobStateKey, watchJob } from '../job-events';
 import { onLinkClick } from '../router';
 import type { PageProps } from '../types';
 import type { Accepted, CodeAnswer, JobState, MailAccount, MailMessage } from '../types';
-import { Badge, confirmAction, CopyButton, Empty, ErrorNote, Field, Loading, Page, toast, useAction, useAsync } from '../ui';
+import { Badge, CopyButton, Empty, ErrorNote, Facts, Loading, Page, toast, useAction, useAsync } from '../ui';
 
 type Mailbox = 'INBOX' | 'Junk';
 
@@ -73,12 +74,17 @@ function Messages(props: { email: string; onError: () => void }) {
     <section class="card">
       <h2>{t('mail.messages')}</h2>
       <div class="inline-form">
-        <Field label={t('mail.folder')} class="narrow">
-          <select name="mailbox" value={mailbox} onChange={(e) => setMailbox(e.currentTarget.value as Mailbox)}>
-            <option value="INBOX">{t('mail.inbox')}</option>
-            <option value="Junk">{t('mail.junk')}</option>
-          </select>
-        </Field>
+        <SelectField
+          label={t('mail.folder')}
+          fieldClass="narrow"
+          name="mailbox"
+          value={mailbox}
+          onValue={(v) => setMailbox(v as Mailbox)}
+          choices={[
+            { value: 'INBOX', label: t('mail.inbox') },
+            { value: 'Junk', label: t('mail.junk') },
+          ]}
+        />
         <button type="button" class="primary" disabled={action.busy} onClick={() => void load('new')}>
           {t('mail.latest')}
         </button>
@@ -114,24 +120,14 @@ function MessageView(props: { message: MailMessage }) {
   return (
     <article class="message-view" data-testid="message-view">
       <h3>{m.subject || t('mail.noSubject')}</h3>
-      <dl class="facts">
-        <div>
-          <dt>{t('mail.from')}</dt>
-          <dd>{m.from ? `${m.from.name ? `${m.from.name} ` : ''}<${m.from.address}>` : '—'}</dd>
-        </div>
-        <div>
-          <dt>{t('mail.to')}</dt>
-          <dd>{m.to.map((a) => a.address).join(', ')}</dd>
-        </div>
-        <div>
-          <dt>{t('mail.date')}</dt>
-          <dd>{fmtDate(m.date)}</dd>
-        </div>
-        <div>
-          <dt>{t('mail.folder')}</dt>
-          <dd>{m.mailbox === 'Junk' ? t('mail.junk') : t('mail.inbox')}</dd>
-        </div>
-      </dl>
+      <Facts
+        facts={[
+          { label: t('mail.from'), value: m.from ? `${m.from.name ? `${m.from.name} ` : ''}<${m.from.address}>` : '—' },
+          { label: t('mail.to'), value: m.to.map((a) => a.address).join(', ') },
+          { label: t('mail.date'), value: fmtDate(m.date) },
+          { label: t('mail.folder'), value: m.mailbox === 'Junk' ? t('mail.junk') : t('mail.inbox') },
+        ]}
+      />
       {m.html !== null ? (
         <>
           <p class="hint">{t('mail.safeView')}</p>
@@ -203,20 +199,13 @@ function CodeCard(props: { email: string }) {
       <p class="muted">{t('mail.codeIntro')}</p>
       <form class="form" onSubmit={start}>
         <div class="inline-form">
-          <Field label={t('mail.fromFilter')} class="grow">
-            <input name="from" value={from} placeholder="noreply@service.example" onInput={(e) => setFrom(e.currentTarget.value)} />
-          </Field>
-          <Field label={t('mail.subjectFilter')} class="grow">
-            <input name="subject" value={subject} onInput={(e) => setSubject(e.currentTarget.value)} />
-          </Field>
-          <Field label={t('mail.waitSeconds')}>
-            <input name="wait" type="number" min={0} max={120} value={wait} onInput={(e) => setWait(e.currentTarget.value)} />
-          </Field>
+          <InputField label={t('mail.fromFilter')} fieldClass="grow" name="from" placeholder="noreply@service.example" value={from} onValue={setFrom} />
+          <InputField label={t('mail.subjectFilter')} fieldClass="grow" name="subject" value={subject} onValue={setSubject} />
+          <InputField label={t('mail.waitSeconds')} name="wait" type="number" min={0} max={120} value={wait} onValue={setWait} />
         </div>
-        <label class="check">
-          <input type="checkbox" name="only-new" checked={onlyNew} onChange={(e) => setOnlyNew(e.currentTarget.checked)} />
+        <CheckField name="only-new" checked={onlyNew} onChecked={setOnlyNew}>
           {t('mail.onlyNew')}
-        </label>
+        </CheckField>
         <div class="form-actions left">
           <button type="submit" class="primary" disabled={!!running}>
             {t('mail.getCode')}
@@ -260,15 +249,12 @@ function CleanCard(props: { email: string; onDone: () => void }) {
   const action = useAction();
   const empty = async (mailbox: Mailbox) => {
     const name = mailbox === 'Junk' ? t('mail.junk') : t('mail.inbox');
-    if (
-      !(await confirmAction({
-        title: t('mail.emptyTitle', { folder: name }),
-        message: t('mail.emptyText', { folder: name, email: props.email }),
-        confirmLabel: t('mail.emptyConfirm'),
-      }))
-    )
-      return;
-    await action.run(async () => {
+    const ask = {
+      title: t('mail.emptyTitle', { folder: name }),
+      message: t('mail.emptyText', { folder: name, email: props.email }),
+      confirmLabel: t('mail.emptyConfirm'),
+    };
+    await action.runIfConfirmed(ask, async () => {
       const res = await jobCall<{ deleted: number }>(mailbox === 'Junk' ? '/api/process-junk' : '/api/process-inbox', { email: props.email });
       toast(t('mail.emptied', { n: res.deleted, folder: name }));
       props.onDone();

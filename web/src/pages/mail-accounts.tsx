@@ -1,27 +1,36 @@
 // Mail accounts: add (password or Microsoft OAuth2), import many lines at once, delete, and each one's last error.
+import type { ComponentChildren } from 'preact';
 import { useState } from 'preact/hooks';
 import { call, del, post } from '../api';
+import { LoadedTable, RowButtons } from '../data-table';
+import { ActionForm, CheckField, InputField, TextAreaField } from '../form';
 import { fmtDate } from '../format';
 import { t } from '../i18n';
+import { useListChanges } from '../paged-list';
 import { onLinkClick } from '../router';
 import type { MailAccount } from '../types';
-import { Badge, confirmAction, Dialog, Empty, ErrorNote, Field, Loading, Page, toast, useAction, useAsync } from '../ui';
+import { askDelete, Badge, DialogFor, ErrorNote, Page, toast, useAction, useAsync } from '../ui';
 
-const mailHref = (email: string) => `/mail/${encodeURIComponent(email)}`;
+/** A link to one account's page. */
+function MailLink(props: { email: string; class?: string; children: ComponentChildren }) {
+  const href = `/mail/${encodeURIComponent(props.email)}`;
+  return (
+    <a class={props.class} href={href} onClick={(e) => onLinkClick(e, href)}>
+      {props.children}
+    </a>
+  );
+}
 
 export default function MailAccountsPage() {
   const accounts = useAsync(async () => (await call<MailAccount[]>('GET', '/api/mail/accounts')).data, []);
   const [adding, setAdding] = useState(false);
   const [importing, setImporting] = useState(false);
-  const action = useAction();
-  const remove = async (a: MailAccount) => {
-    if (!(await confirmAction({ title: t('mail.deleteTitle'), message: t('mail.deleteText', { email: a.email }), confirmLabel: t('common.delete') }))) return;
-    await action.run(async () => {
+  const { action, changeIfConfirmed } = useListChanges(accounts);
+  const remove = (a: MailAccount) =>
+    changeIfConfirmed(askDelete(t('mail.deleteTitle'), t('mail.deleteText', { email: a.email })), async () => {
       await del(`/api/mail/accounts/${encodeURIComponent(a.email)}`);
       toast(t('mail.deleted', { email: a.email }));
-      accounts.reload();
     });
-  };
   return (
     <Page
       title={t('mail.title')}
@@ -39,59 +48,39 @@ export default function MailAccountsPage() {
       <p class="muted">{t('mail.intro')}</p>
       <ErrorNote error={accounts.error} onRetry={accounts.reload} />
       <ErrorNote error={action.error} />
-      {accounts.loading && !accounts.data ? (
-        <Loading />
-      ) : accounts.data?.length === 0 ? (
-        <Empty>{t('mail.none')}</Empty>
-      ) : (
-        <div class="table-wrap">
-          <table data-testid="mail-accounts">
-            <thead>
-              <tr>
-                <th scope="col">{t('mail.email')}</th>
-                <th scope="col">{t('mail.auth')}</th>
-                <th scope="col">IMAP</th>
-                <th scope="col">{t('mail.lastUsed')}</th>
-                <th scope="col">{t('mail.lastError')}</th>
-                <th scope="col">
-                  <span class="sr-only">{t('common.actions')}</span>
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              {accounts.data?.map((a) => (
-                <tr key={a.id}>
-                  <td>
-                    <a href={mailHref(a.email)} onClick={(e) => onLinkClick(e, mailHref(a.email))}>
-                      {a.email}
-                    </a>
-                  </td>
-                  <td>
-                    <Badge tone="info">{a.auth_type === 'oauth2' ? 'OAuth2' : t('mail.password')}</Badge>
-                  </td>
-                  <td>
-                    <code>
-                      {a.imap.host}:{a.imap.port}
-                    </code>
-                  </td>
-                  <td>{fmtDate(a.last_used_at) || '—'}</td>
-                  <td>{a.last_error ? <span class="text-bad">{a.last_error}</span> : <span class="muted">{t('mail.noError')}</span>}</td>
-                  <td class="row-actions">
-                    <a class="button" href={mailHref(a.email)} onClick={(e) => onLinkClick(e, mailHref(a.email))}>
-                      {t('mail.open')}
-                    </a>
-                    <button type="button" class="danger" onClick={() => void remove(a)}>
-                      {t('common.delete')}
-                    </button>
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
-      )}
-      <Dialog open={adding} title={t('mail.add')} onClose={() => setAdding(false)} wide>
-        {adding && (
+      <LoadedTable
+        loading={accounts.loading}
+        rows={accounts.data}
+        empty={t('mail.none')}
+        testId="mail-accounts"
+        rowKey={(a) => a.id}
+        columns={[
+          { head: t('mail.email'), cell: (a) => <MailLink email={a.email}>{a.email}</MailLink> },
+          { head: t('mail.auth'), cell: (a) => <Badge tone="info">{a.auth_type === 'oauth2' ? 'OAuth2' : t('mail.password')}</Badge> },
+          {
+            head: 'IMAP',
+            cell: (a) => (
+              <code>
+                {a.imap.host}:{a.imap.port}
+              </code>
+            ),
+          },
+          { head: t('mail.lastUsed'), cell: (a) => fmtDate(a.last_used_at) || '—' },
+          {
+            head: t('mail.lastError'),
+            cell: (a) => (a.last_error ? <span class="text-bad">{a.last_error}</span> : <span class="muted">{t('mail.noError')}</span>),
+          },
+        ]}
+        actions={(a) => (
+          <RowButtons onDelete={() => void remove(a)}>
+            <MailLink email={a.email} class="button">
+              {t('mail.open')}
+            </MailLink>
+          </RowButtons>
+        )}
+      />
+      <DialogFor value={adding} title={() => t('mail.add')} onClose={() => setAdding(false)} wide>
+        {() => (
           <AccountForm
             onDone={(a) => {
               setAdding(false);
@@ -101,10 +90,10 @@ export default function MailAccountsPage() {
             onCancel={() => setAdding(false)}
           />
         )}
-      </Dialog>
-      <Dialog open={importing} title={t('mail.import')} onClose={() => setImporting(false)} wide>
-        {importing && <ImportForm onDone={() => accounts.reload()} onCancel={() => setImporting(false)} />}
-      </Dialog>
+      </DialogFor>
+      <DialogFor value={importing} title={() => t('mail.import')} onClose={() => setImporting(false)} wide>
+        {() => <ImportForm onDone={() => accounts.reload()} onCancel={() => setImporting(false)} />}
+      </DialogFor>
     </Page>
   );
 }
@@ -120,23 +109,19 @@ function ServerFields(props: { legend: string; prefix: string; value: ServerDraf
   return (
     <fieldset class="inline-form">
       <legend>{props.legend}</legend>
-      <Field label={t('mail.host')} class="grow">
-        <input name={`${props.prefix}-host`} value={v.host} onInput={(e) => props.onChange({ ...v, host: e.currentTarget.value })} />
-      </Field>
-      <Field label={t('mail.port')}>
-        <input
-          name={`${props.prefix}-port`}
-          type="number"
-          min={1}
-          max={65535}
-          value={v.port}
-          onInput={(e) => props.onChange({ ...v, port: e.currentTarget.value })}
-        />
-      </Field>
-      <label class="check">
-        <input name={`${props.prefix}-secure`} type="checkbox" checked={v.secure} onChange={(e) => props.onChange({ ...v, secure: e.currentTarget.checked })} />
+      <InputField label={t('mail.host')} fieldClass="grow" name={`${props.prefix}-host`} value={v.host} onValue={(host) => props.onChange({ ...v, host })} />
+      <InputField
+        label={t('mail.port')}
+        name={`${props.prefix}-port`}
+        type="number"
+        min={1}
+        max={65535}
+        value={v.port}
+        onValue={(port) => props.onChange({ ...v, port })}
+      />
+      <CheckField name={`${props.prefix}-secure`} checked={v.secure} onChecked={(secure) => props.onChange({ ...v, secure })}>
         TLS
-      </label>
+      </CheckField>
     </fieldset>
   );
 }
@@ -153,20 +138,14 @@ function AccountForm(props: { onDone: (a: MailAccount) => void; onCancel: () => 
   const [imap, setImap] = useState<ServerDraft>({ host: 'outlook.office365.com', port: '993', secure: true });
   const [smtp, setSmtp] = useState<ServerDraft>({ host: 'smtp.office365.com', port: '587', secure: false });
   const action = useAction();
-  const submit = (e: Event) => {
-    e.preventDefault();
-    void action.run(async () => {
-      const auth = kind === 'password' ? { type: 'password', password } : { type: 'oauth2', client_id: clientId.trim(), refresh_token: refreshToken.trim() };
-      const body = { email: email.trim(), auth, ...(custom ? { imap: serverBody(imap), smtp: serverBody(smtp) } : {}) };
-      props.onDone(await post<MailAccount>('/api/mail/accounts', body));
-    });
+  const submit = async () => {
+    const auth = kind === 'password' ? { type: 'password', password } : { type: 'oauth2', client_id: clientId.trim(), refresh_token: refreshToken.trim() };
+    const body = { email: email.trim(), auth, ...(custom ? { imap: serverBody(imap), smtp: serverBody(smtp) } : {}) };
+    props.onDone(await post<MailAccount>('/api/mail/accounts', body));
   };
   return (
-    <form class="form" onSubmit={submit}>
-      <ErrorNote error={action.error} />
-      <Field label={t('mail.email')}>
-        <input name="email" type="email" required autocomplete="off" value={email} onInput={(e) => setEmail(e.currentTarget.value)} />
-      </Field>
+    <ActionForm action={action} onSubmit={submit} onCancel={props.onCancel} submitLabel={t('mail.add')}>
+      <InputField label={t('mail.email')} name="email" type="email" required autocomplete="off" value={email} onValue={setEmail} />
       <fieldset class="segmented">
         <legend>{t('mail.auth')}</legend>
         <label>
@@ -179,23 +158,16 @@ function AccountForm(props: { onDone: (a: MailAccount) => void; onCancel: () => 
         </label>
       </fieldset>
       {kind === 'password' ? (
-        <Field label={t('mail.password')}>
-          <input name="password" type="password" required autocomplete="new-password" value={password} onInput={(e) => setPassword(e.currentTarget.value)} />
-        </Field>
+        <InputField label={t('mail.password')} name="password" type="password" required autocomplete="new-password" value={password} onValue={setPassword} />
       ) : (
         <>
-          <Field label="Client ID">
-            <input name="client_id" required value={clientId} onInput={(e) => setClientId(e.currentTarget.value)} />
-          </Field>
-          <Field label="Refresh token">
-            <textarea name="refresh_token" required rows={3} value={refreshToken} onInput={(e) => setRefreshToken(e.currentTarget.value)} />
-          </Field>
+          <InputField label="Client ID" name="client_id" required value={clientId} onValue={setClientId} />
+          <TextAreaField label="Refresh token" name="refresh_token" required rows={3} value={refreshToken} onValue={setRefreshToken} />
         </>
       )}
-      <label class="check">
-        <input type="checkbox" name="custom-servers" checked={custom} onChange={(e) => setCustom(e.currentTarget.checked)} />
+      <CheckField name="custom-servers" checked={custom} onChecked={setCustom}>
         {t('mail.customServers')}
-      </label>
+      </CheckField>
       {custom && (
         <>
           <ServerFields legend="IMAP" prefix="imap" value={imap} onChange={setImap} />
@@ -203,15 +175,7 @@ function AccountForm(props: { onDone: (a: MailAccount) => void; onCancel: () => 
         </>
       )}
       {!custom && <p class="hint">{t('mail.outlookDefault')}</p>}
-      <div class="form-actions">
-        <button type="button" onClick={props.onCancel}>
-          {t('common.cancel')}
-        </button>
-        <button type="submit" class="primary" disabled={action.busy}>
-          {t('mail.add')}
-        </button>
-      </div>
-    </form>
+    </ActionForm>
   );
 }
 
@@ -226,29 +190,32 @@ function ImportForm(props: { onDone: () => void; onCancel: () => void }) {
   const [result, setResult] = useState<ImportResult | null>(null);
   const action = useAction();
   return (
-    <form
-      class="form"
-      onSubmit={(e) => {
-        e.preventDefault();
-        void action.run(async () => {
-          setResult(await post<ImportResult>('/api/mail/accounts/import', undefined, { text: lines }));
-          props.onDone();
-        });
+    <ActionForm
+      action={action}
+      onSubmit={async () => {
+        setResult(await post<ImportResult>('/api/mail/accounts/import', undefined, { text: lines }));
+        props.onDone();
       }}
+      blocked={!lines.trim()}
+      onCancel={props.onCancel}
+      cancelLabel={result ? t('common.done') : t('common.cancel')}
+      submitLabel={t('mail.importButton')}
+      head={
+        <>
+          <p class="hint">{t('mail.importHint')}</p>
+          <TextAreaField
+            label={t('mail.importLines')}
+            name="lines"
+            rows={8}
+            required
+            spellcheck={false}
+            placeholder="someone@outlook.com----password----client_id----refresh_token"
+            value={lines}
+            onValue={setLines}
+          />
+        </>
+      }
     >
-      <p class="hint">{t('mail.importHint')}</p>
-      <Field label={t('mail.importLines')}>
-        <textarea
-          name="lines"
-          rows={8}
-          required
-          spellcheck={false}
-          placeholder="someone@outlook.com----password----client_id----refresh_token"
-          value={lines}
-          onInput={(e) => setLines(e.currentTarget.value)}
-        />
-      </Field>
-      <ErrorNote error={action.error} />
       {result && (
         <div role="status">
           <p>
@@ -263,14 +230,6 @@ function ImportForm(props: { onDone: () => void; onCancel: () => void }) {
           </ul>
         </div>
       )}
-      <div class="form-actions">
-        <button type="button" onClick={props.onCancel}>
-          {result ? t('common.done') : t('common.cancel')}
-        </button>
-        <button type="submit" class="primary" disabled={action.busy || !lines.trim()}>
-          {t('mail.importButton')}
-        </button>
-      </div>
-    </form>
+    </ActionForm>
   );
 }

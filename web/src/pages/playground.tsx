@@ -1,12 +1,13 @@
 // Embeddings playground: pick a key and a model, type texts, see dimensions, tokens and how similar the texts are.
 import { useEffect, useState } from 'preact/hooks';
 import { get, post } from '../api';
+import { InputField, SelectField } from '../form';
 import { fmtNumber } from '../format';
 import { t } from '../i18n';
 import { KeyPicker } from '../key-picker';
 import { useRememberedKeys } from '../keys-memory';
 import type { Model } from '../types';
-import { ErrorNote, Field, Page, useAction, useAsync } from '../ui';
+import { ErrorNote, Page, useAction, useAsync } from '../ui';
 
 interface EmbeddingsAnswer {
   data: { index: number; embedding: number[] }[];
@@ -74,19 +75,27 @@ export default function PlaygroundPage() {
         <KeyPicker value={key} onChange={setKey} purpose="playground" />
         <ErrorNote error={models.error} />
         <div class="inline-form">
-          <Field label={t('common.model')}>
-            <select name="model" value={model} disabled={!models.data?.length} onChange={(e) => setModel(e.currentTarget.value)}>
-              {!models.data?.length && <option value="">{key ? t('playground.noModels') : t('playground.pickKeyFirst')}</option>}
-              {(models.data ?? []).map((m) => (
-                <option key={m.id} value={m.id}>
-                  {m.id}
-                </option>
-              ))}
-            </select>
-          </Field>
-          <Field label={t('playground.dimensions')} hint={t('playground.dimensionsHint')}>
-            <input name="dimensions" type="number" min={1} value={dimensions} onInput={(e) => setDimensions(e.currentTarget.value)} />
-          </Field>
+          <SelectField
+            label={t('common.model')}
+            name="model"
+            value={model}
+            disabled={!models.data?.length}
+            onValue={setModel}
+            choices={
+              models.data?.length
+                ? models.data.map((m) => ({ value: m.id, label: m.id }))
+                : [{ value: '', label: key ? t('playground.noModels') : t('playground.pickKeyFirst') }]
+            }
+          />
+          <InputField
+            label={t('playground.dimensions')}
+            hint={t('playground.dimensionsHint')}
+            name="dimensions"
+            type="number"
+            min={1}
+            value={dimensions}
+            onValue={setDimensions}
+          />
         </div>
         <fieldset class="texts">
           <legend>{t('playground.texts')}</legend>
