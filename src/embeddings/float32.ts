@@ -18,9 +18,30 @@ function shortestByPrecision(x: number): string {
   return String(Number(x.toPrecision(9)));
 }
 
+/** m × 10^k with m of at most 9 digits, or NaN when that decimal does not read back as `ax`. */
+function decimalAt(ax: number, e: number, p: number): number {
+  const k = e - p + 1;
+  const d = k >= 0 ? Math.round(ax / POW10[k]!) * POW10[k]! : Math.round(ax * POW10[-k]!) / POW10[-k]!;
+  return Math.fround(d) === ax ? d : Number.NaN;
+}
+
+/**
+ * m × 10^k written as JavaScript writes a number (so as JSON), without the double-to-string conversion:
+ * `digits` is m without trailing zeros, `n` the position of the decimal point (ECMAScript's Number::toString).
+ */
+function writeDecimal(digits: string, n: number): string {
+  const k = digits.length;
+  if (k <= n && n <= 21) return digits + '0'.repeat(n - k);
+  if (0 < n && n <= 21) return `${digits.slice(0, n)}.${digits.slice(n)}`;
+  if (-6 < n && n <= 0) return `0.${'0'.repeat(-n)}${digits}`;
+  const exp = n - 1 >= 0 ? `+${n - 1}` : `${n - 1}`;
+  return k === 1 ? `${digits}e${exp}` : `${digits[0]}.${digits.slice(1)}e${exp}`;
+}
+
 /**
  * The shortest decimal string that parses (as a double, then rounded to float32) back to `x`, which must
- * be a float32 value. Nine significant digits always suffice; most values need 7 to 9.
+ * be a float32 value. Nine significant digits always suffice; most values need 7 to 9 (and more digits never
+ * read back worse than fewer). The string is built from the integer m, not by converting a double.
  */
 export function float32ToString(x: number): string {
   if (x === 0) return Object.is(x, -0) ? '-0' : '0';
@@ -33,14 +54,22 @@ export function float32ToString(x: number): string {
     if (ax < pow) e--;
     else if (ax >= pow * 10) e++;
   }
-  for (let p = 1; p <= 9; p++) {
-    const k = e - p + 1; // the decimal is m × 10^k with m of p digits
-    if (k > 22 || k < -22) return (x < 0 ? '-' : '') + shortestByPrecision(ax);
-    const d = k >= 0 ? Math.round(ax / POW10[k]!) * POW10[k]! : Math.round(ax * POW10[-k]!) / POW10[-k]!;
-    if (Math.fround(d) === ax) return (x < 0 ? '-' : '') + String(d);
+  // Off the exact powers of ten (below ~1e-13 or above ~1e21), or when the scaled value's own rounding
+  // lands one unit off the nearest 9-digit decimal: the slow path.
+  if (e - 8 < -22 || e > 22 || Number.isNaN(decimalAt(ax, e, 9))) return (x < 0 ? '-' : '') + shortestByPrecision(ax);
+  // Fewer digits, one at a time, until they no longer read back: vectors' values mostly need 8 or 9, so
+  // this stops after two or three tries.
+  let p = 9;
+  while (p > 1 && !Number.isNaN(decimalAt(ax, e, p - 1))) p--;
+  const k = e - p + 1;
+  let m = k >= 0 ? Math.round(ax / POW10[k]!) : Math.round(ax * POW10[-k]!);
+  let exp = k;
+  while (m % 10 === 0) {
+    m /= 10;
+    exp++;
   }
-  // The scaled value's own rounding can land one unit off the nearest 9-digit decimal: take the slow path.
-  return (x < 0 ? '-' : '') + shortestByPrecision(ax);
+  const digits = String(m);
+  return (x < 0 ? '-' : '') + writeDecimal(digits, digits.length + exp);
 }
 
 /** A float32 vector as a JSON array, each element printed by float32ToString. */
