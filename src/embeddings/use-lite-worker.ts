@@ -11,8 +11,6 @@ let loading: Promise<SentenceEncoder> | undefined;
 let batcher: ModelBatcher | undefined;
 let heartbeat: NodeJS.Timeout | undefined;
 
-modelReady.set({ model: USE_LITE_MODEL }, 0);
-
 /** The model, loaded on first use (TF.js itself is imported only then); a failed load is tried again next time. */
 function model(): Promise<SentenceEncoder> {
   loading ??= import('./use-lite.js')
@@ -61,6 +59,8 @@ export function announceUseLite(p: Platform): void {
 
 /** Worker start (USE_LITE_PRELOAD): load the model before taking jobs, so the first call does not wait ~1 s for it. */
 export async function warmUpUseLite(p: Platform): Promise<void> {
+  // Only processes that consume the embeddings queue get here, so an API process never reports the gauge.
+  modelReady.set({ model: USE_LITE_MODEL }, 0);
   if (!p.config.USE_LITE_PRELOAD) return;
   try {
     await model();

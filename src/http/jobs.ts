@@ -4,10 +4,10 @@ import type { Job } from 'bullmq';
 import type { Context } from 'koa';
 import { v7 as uuidv7 } from 'uuid';
 import type { Platform } from '../platform.js';
-import { jobStates, jobView, STATE_MAP, type JobEvent } from '../jobs/client.js';
+import { jobStates, jobStatus, jobView, STATE_MAP, type JobEvent } from '../jobs/client.js';
 import type { JobDefinition } from '../jobs/define.js';
 import { jobDefinitions, type JobName, type PayloadOf, type ResultOf } from '../jobs/registry.js';
-import { decodeFailure, type JobEnvelope } from '../jobs/wire.js';
+import type { JobEnvelope } from '../jobs/wire.js';
 import { forgetJobs, listJobOwners, recordJobOwner } from '../logs/job-owners.js';
 import { getUser } from '../accounts/store.js';
 import { ROLE } from '../accounts/schema.js';
@@ -90,21 +90,7 @@ const listQuery = z.object({
 const SCAN_LIMIT = 500;
 
 async function summarize(job: Job<JobEnvelope>): Promise<JobSummary> {
-  const state = STATE_MAP[await job.getState()] ?? 'waiting';
-  const failed = state === 'failed' ? decodeFailure(job.failedReason) : null;
-  return {
-    id: job.id!,
-    queue: job.queueName as QueueName,
-    name: job.name,
-    state,
-    progress: job.progress ?? 0,
-    error: failed ? { status: failed.status, message: failed.message, code: failed.code } : null,
-    attempts: job.attemptsMade,
-    createdAt: new Date(job.timestamp).toISOString(),
-    processedAt: job.processedOn ? new Date(job.processedOn).toISOString() : null,
-    finishedAt: job.finishedOn ? new Date(job.finishedOn).toISOString() : null,
-    statusUrl: `/api/jobs/${job.id}`,
-  };
+  return { ...jobStatus(job, STATE_MAP[await job.getState()] ?? 'waiting'), statusUrl: `/api/jobs/${job.id}` };
 }
 
 export function jobsRouter(p: Platform): ApiRouter {

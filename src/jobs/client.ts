@@ -44,6 +44,23 @@ export const jobView = z.object({
 });
 export type JobView = z.infer<typeof jobView>;
 
+/** A job's view without its result, for a state already read (what a listing shows of each job). */
+export function jobStatus(job: Job<JobEnvelope>, state: JobState): Omit<JobView, 'result'> {
+  const failed = state === 'failed' ? decodeFailure(job.failedReason) : null;
+  return {
+    id: job.id!,
+    queue: job.queueName as QueueName,
+    name: job.name,
+    state,
+    progress: job.progress ?? 0,
+    error: failed ? { status: failed.status, message: failed.message, code: failed.code } : null,
+    attempts: job.attemptsMade,
+    createdAt: new Date(job.timestamp).toISOString(),
+    processedAt: job.processedOn ? new Date(job.processedOn).toISOString() : null,
+    finishedAt: job.finishedOn ? new Date(job.finishedOn).toISOString() : null,
+  };
+}
+
 export type JobEvent = { type: 'progress'; data: unknown } | { type: 'completed'; result: unknown } | { type: 'failed'; error: AppError };
 
 export function defaultJobOptions(config: Config): JobsOptions {
@@ -315,20 +332,7 @@ export class JobClient {
     const state = STATE_MAP[raw] ?? 'waiting';
     // The job may have finished between loading it and reading its state: then reload its data.
     if ((state === 'completed' || state === 'failed') && !job.finishedOn) job = (await this.getJob(job.id!)) ?? job;
-    const failed = state === 'failed' ? decodeFailure(job.failedReason) : null;
-    return {
-      id: job.id!,
-      queue: job.queueName as QueueName,
-      name: job.name,
-      state,
-      progress: job.progress ?? 0,
-      result: state === 'completed' ? await this.shownResult(job) : null,
-      error: failed ? { status: failed.status, message: failed.message, code: failed.code } : null,
-      attempts: job.attemptsMade,
-      createdAt: new Date(job.timestamp).toISOString(),
-      processedAt: job.processedOn ? new Date(job.processedOn).toISOString() : null,
-      finishedAt: job.finishedOn ? new Date(job.finishedOn).toISOString() : null,
-    };
+    return { ...jobStatus(job, state), result: state === 'completed' ? await this.shownResult(job) : null };
   }
 
   async close(): Promise<void> {

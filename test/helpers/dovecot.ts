@@ -7,6 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { ImapFlow } from 'imapflow';
 import { stopWatched } from './spawn.js';
+import { freePort } from './redis-server.js';
 
 const DOVECOT_BIN = '/usr/sbin/dovecot';
 
@@ -62,17 +63,6 @@ function systemAccounts(): Accounts {
   const login = getpwnam('dovenull') ?? getpwnam('nobody');
   if (!mail || !internal || !login) throw new Error('startDovecot: missing system users mail/dovecot/dovenull');
   return { mailUid: Number(mail[2]), mailGid: Number(mail[3]), internalUser: internal[0]!, internalGid: Number(internal[3]), loginUser: login[0]! };
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as net.AddressInfo).port;
-      s.close(() => resolve(port));
-    });
-  });
 }
 
 // Values go into dovecot.conf verbatim (the junk name inside quotes), so refuse what would break its syntax.

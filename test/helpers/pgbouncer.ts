@@ -1,12 +1,12 @@
 // A private PgBouncer (Debian's 1.18) in transaction pooling mode on a free loopback port, in front of the test Postgres.
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { ADMIN_URL } from './services.js';
 import { stopWatched } from './spawn.js';
+import { freePort } from './redis-server.js';
 
 const PGBOUNCER_BIN = '/usr/sbin/pgbouncer';
 
@@ -29,17 +29,6 @@ export interface PgBouncerOptions {
    * behind PgBouncer in transaction mode (a client may not send it at connect time).
    */
   connectQuery?: string;
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as net.AddressInfo).port;
-      s.close(() => resolve(port));
-    });
-  });
 }
 
 /** PgBouncer refuses to run as root: it runs as the postgres system user (Debian's Postgres package makes it). */

@@ -3,9 +3,12 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import net from 'node:net';
 import { Redis } from 'ioredis';
 
+/** A loopback port nothing listens on now (the helpers' servers take it a moment later). */
 export async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = net.createServer().listen(0, '127.0.0.1', () => {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
       const port = (s.address() as net.AddressInfo).port;
       s.close(() => resolve(port));
     });

@@ -115,9 +115,11 @@ describe('use-lite through /v1/embeddings', () => {
     expect(batcher.calls - calls0, `${batcher.calls - calls0} model calls for 24 requests`).toBeLessThan(24);
   });
 
-  it('says in /readyz that a worker has use-lite loaded', async () => {
+  it('says in /readyz that a worker has use-lite loaded, and the worker says so in /metrics', async () => {
     const ready = await t.anon.get('/readyz');
     expect(ready.status).toBe(200);
     expect(ready.body.models['use-lite']).toBe('loaded by 1 worker process');
+    // This test app runs its workers in process, so its /metrics is the worker's too.
+    expect((await t.anon.get('/metrics')).text).toMatch(/^switchyard_model_ready\{model="use-lite"\} 1$/m);
   });
 });

@@ -4,6 +4,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { HttpClient } from '../helpers/http.js';
+import { freePort } from '../helpers/redis-server.js';
 import { createTestDatabase, clearRedisPrefix, tempDir, REDIS_URL } from '../helpers/services.js';
 import { spawnEntry, spawnServer } from '../helpers/spawn.js';
 
@@ -18,15 +19,6 @@ function freshEnv(extra: Record<string, string> = {}) {
   cleanups.push(() => fs.rmSync(dataDir, { recursive: true, force: true }));
   cleanups.push(() => clearRedisPrefix(prefix));
   return { DATA_DIR: dataDir, QUEUE_PREFIX: prefix, REDIS_URL, DATABASE_URL: undefined, SECRET_KEY: undefined, ROOT_PASSWORD: undefined, ...extra };
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = net.createServer().listen(0, '127.0.0.1', () => {
-      const port = (s.address() as net.AddressInfo).port;
-      s.close(() => resolve(port));
-    });
-  });
 }
 
 describe('npm start on the embedded database', () => {
