@@ -1,13 +1,14 @@
 // The bench's OpenAI-compatible upstream (a remote party that cannot run here): answers every embeddings call
-// with a 1536-float unit vector per input, made from the text and printed as OpenAI prints them (shortest
-// float32 decimals): about the least work a real provider's HTTP front does per call.
+// with a 1536-float unit vector per input, made from the text and sent as OpenAI sends them: shortest float32
+// decimals, or base64 little-endian float32 when asked for encoding_format "base64". About the least work a
+// real provider's HTTP front does per call.
 import http from 'node:http';
 import { float32ArrayToJson } from '../src/embeddings/float32.js';
 
 const DIMS = 1536;
 
-/** A unit vector that depends on the text, made and printed per input as a real provider would. */
-function vectorOf(text: string): string {
+/** A unit vector that depends on the text, made and encoded per input as a real provider would. */
+function vectorOf(text: string, base64: boolean): string {
   let seed = 2166136261;
   for (let i = 0; i < text.length; i++) seed = Math.imul(seed ^ text.charCodeAt(i), 16777619) >>> 0;
   const v = new Float32Array(DIMS);
@@ -19,7 +20,7 @@ function vectorOf(text: string): string {
   }
   const scale = 1 / Math.sqrt(norm);
   for (let i = 0; i < DIMS; i++) v[i]! *= scale;
-  return float32ArrayToJson(v);
+  return base64 ? `"${Buffer.from(v.buffer).toString('base64')}"` : float32ArrayToJson(v);
 }
 
 const server = http.createServer((req, res) => {
@@ -32,15 +33,17 @@ const server = http.createServer((req, res) => {
   req.on('data', (c: Buffer) => chunks.push(c));
   req.on('end', () => {
     let inputs: string[];
+    let base64 = false;
     try {
-      const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { input: string | string[] };
+      const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { input: string | string[]; encoding_format?: string };
       inputs = Array.isArray(body.input) ? body.input : [body.input];
+      base64 = body.encoding_format === 'base64';
     } catch {
       res.writeHead(400, { 'content-type': 'application/json' });
       res.end('{"error":{"message":"bad json","type":"invalid_request_error"}}');
       return;
     }
-    const data = inputs.map((text, index) => `{"object":"embedding","index":${index},"embedding":${vectorOf(text)}}`);
+    const data = inputs.map((text, index) => `{"object":"embedding","index":${index},"embedding":${vectorOf(text, base64)}}`);
     const tokens = inputs.reduce((n, text) => n + Math.ceil(text.length / 4), 0);
     res.writeHead(200, { 'content-type': 'application/json' });
     res.end(`{"object":"list","data":[${data.join(',')}],"model":"text-embedding-3-small","usage":{"prompt_tokens":${tokens},"total_tokens":${tokens}}}`);

@@ -8,6 +8,8 @@ import * as m005 from './005_content_owner.js';
 import * as m006 from './006_job_results.js';
 import * as m007 from './007_logs.js';
 import * as m008 from './008_quota_functions.js';
+import * as m009 from './009_ledger.js';
+import * as m010 from './010_embeddings_functions.js';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -23,6 +25,8 @@ const migrations: [string, Migration][] = [
   ['006_job_results', m006],
   ['007_logs', m007],
   ['008_quota_functions', m008],
+  ['009_ledger', m009],
+  ['010_embeddings_functions', m010],
 ];
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -132,6 +132,8 @@ const envSchema = z.object({
   LOCAL_MODEL_PRICE: z.coerce.number().min(0).max(1e12).default(0),
   EMBEDDINGS_MAX_IN_FLIGHT: int(2, 1, 1000),
   EMBEDDINGS_CACHE: bool(true),
+  /** Each API process keeps the most used cached vectors (and their printed JSON) in this much memory. */
+  EMBEDDINGS_MEMORY_CACHE_MB: int(16, 0, 4096),
   USE_LITE_PRELOAD: bool(true),
   /** Usage and audit logs older than this many days go, a whole day partition at a time (src/logs). */
   LOG_RETENTION_DAYS: int(30, 1, 3650),

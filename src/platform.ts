@@ -8,6 +8,7 @@ import { JobClient } from './jobs/client.js';
 import { Authenticator } from './accounts/auth.js';
 import { ChannelDirectory } from './channels/directory.js';
 import { UsageRecorder } from './accounts/usage.js';
+import { QuotaLedger } from './accounts/ledger.js';
 import { watchQueues } from './metrics.js';
 
 export interface Platform {
@@ -24,6 +25,8 @@ export interface Platform {
   channels: ChannelDirectory;
   /** Request counters for free calls, written once a second. */
   usage: UsageRecorder;
+  /** Quota for priced calls: reservations, charges, settlements and refunds with their log rows, batched. */
+  ledger: QuotaLedger;
   /** QUEUE_PREFIX: on one Redis, every key starts with it (see `keys`). */
   keyPrefix: string;
   /** Where each Redis key goes (one Redis: under keyPrefix; a cluster: spread over the masters). */
@@ -69,6 +72,7 @@ export async function createPlatform(config: Config, log: Logger, opts: Platform
     keys: redisKeys(config),
     channels: new ChannelDirectory(db),
     usage: new UsageRecorder(db, log),
+    ledger: new QuotaLedger(db),
     async close() {
       unwatch();
       await platform.usage.flush();

@@ -1,12 +1,10 @@
-// Knex queries of accounts: users, sessions, API tokens, redemption codes, quota.
-import type { Knex } from 'knex';
-import { escapeLike, NO_FLUSH, type Db } from '../db.js';
+// Knex queries of accounts: users, sessions, API tokens, redemption codes (quota moves in ledger.ts).
+import { escapeLike, type Db } from '../db.js';
 import { conflict } from '../errors.js';
 import type { CreateTokenInput, CreateUserInput, RedemptionRow, TokenRow, UpdateTokenInput, UserRow, UserView } from './schema.js';
 import { REDEMPTION_STATUS, ROLE, usernameKey } from './schema.js';
 import { redemptionEntry } from '../logs/entries.js';
-import type { LogEntry } from '../logs/schema.js';
-import { insertLogs, logsInsert } from '../logs/store.js';
+import { insertLogs } from '../logs/store.js';
 
 const nowSeconds = () => Math.floor(Date.now() / 1000);
 
@@ -270,94 +268,4 @@ export async function redeemCode(db: Db, key: string, userId: number): Promise<R
     await insertLogs(trx, [redemptionEntry(userId, { id: claimed[0]!.id, name: claimed[0]!.name, quota })]);
     return { ok: true, quota };
   });
-}
-
-// ---------------------------------------------------------------------------------------------
-// quota
-
-export type QuotaShortfall = { ok: false; which: 'user' | 'token'; left: number };
-
-/**
- * Takes `amount` from the user's quota and, unless the token is unlimited, from the token's
- * remain_quota: both or neither, in one statement (migration 008's switchyard_reserve_quota). Each
- * UPDATE is conditional (quota >= amount), so concurrent calls can never take a balance below zero:
- * the loser gets a shortfall and nothing is taken.
- */
-export async function reserveQuota(
-  db: Db,
-  userId: number,
-  token: { id: number; unlimited: boolean } | null,
-  amount: number,
-): Promise<{ ok: true } | QuotaShortfall> {
-  if (amount <= 0) return { ok: true };
-  const limited = token && !token.unlimited ? token.id : null;
-  const { rows } = await db.raw<{ rows: { which: string; left_amount: string | number }[] }>(
-    'select which, left_amount from switchyard_reserve_quota(?, ?, ?)',
-    [userId, limited, amount],
-  );
-  const r = rows[0]!;
-  return r.which === 'ok' ? { ok: true } : { ok: false, which: r.which as 'user' | 'token', left: Number(r.left_amount) };
-}
-
-/** Runs CTEs (name → data-modifying statement) as one statement that commits without waiting for its flush. */
-async function oneStatement(db: Db, parts: [string, { sql: string; bindings: readonly unknown[] }][]): Promise<void> {
-  const ctes = [`flush as (select ${NO_FLUSH})`, ...parts.map(([name, q]) => `${name} as (${q.sql})`)];
-  await db.raw(`with ${ctes.join(', ')} select count(*) from flush`, parts.flatMap(([, q]) => [...q.bindings]) as Knex.RawBinding[]);
-}
-
-/**
- * Settles a reservation once the real cost is known: returns the difference (or takes the extra,
- * never below zero) and counts the spend in used_quota and request_count. `consume` is the call's
- * log row (src/logs): written in the same statement, so the charge and its row exist together or not
- * at all. One round trip, without waiting for the WAL flush (NO_FLUSH in src/db.ts).
- */
-export async function settleQuota(
-  db: Db,
-  userId: number,
-  token: { id: number; unlimited: boolean } | null,
-  reserved: number,
-  actual: number,
-  consume?: LogEntry,
-): Promise<void> {
-  const delta = actual - reserved;
-  const parts: [string, { sql: string; bindings: readonly unknown[] }][] = [];
-  if (consume) parts.push(['logged', logsInsert(db, [{ ...consume, quota: actual }]).toSQL()]);
-  parts.push([
-    'charged',
-    {
-      sql: 'update users set quota = greatest(quota - ?, 0), used_quota = used_quota + ?, request_count = request_count + 1 where id = ?',
-      bindings: [delta, actual, userId],
-    },
-  ]);
-  if (token) {
-    parts.push([
-      'spent',
-      token.unlimited
-        ? { sql: 'update tokens set used_quota = used_quota + ?, accessed_time = ? where id = ?', bindings: [actual, nowSeconds(), token.id] }
-        : {
-            sql: 'update tokens set used_quota = used_quota + ?, accessed_time = ?, remain_quota = greatest(remain_quota - ?, 0) where id = ?',
-            bindings: [actual, nowSeconds(), delta, token.id],
-          },
-    ]);
-  }
-  await oneStatement(db, parts);
-}
-
-/** Gives a whole reservation back (the call failed), writing the call's error row (src/logs) with it when given; one statement. */
-export async function refundQuota(
-  db: Db,
-  userId: number,
-  token: { id: number; unlimited: boolean } | null,
-  reserved: number,
-  failure?: LogEntry,
-): Promise<void> {
-  if (reserved <= 0 && !failure) return;
-  const parts: [string, { sql: string; bindings: readonly unknown[] }][] = [];
-  if (failure) parts.push(['logged', logsInsert(db, [failure]).toSQL()]);
-  if (reserved > 0) {
-    parts.push(['refunded', { sql: 'update users set quota = quota + ? where id = ?', bindings: [reserved, userId] }]);
-    if (token && !token.unlimited)
-      parts.push(['refunded_key', { sql: 'update tokens set remain_quota = remain_quota + ? where id = ?', bindings: [reserved, token.id] }]);
-  }
-  await oneStatement(db, parts);
 }

@@ -5,7 +5,7 @@ import { toAppError } from '../errors.js';
 import { embedLocalHash } from './local-hash.js';
 import { resolveModel } from './models.js';
 import { float32ToBase64, type GenerationOutcome, type GenerationRequest } from './schema.js';
-import { upstreamVectors } from './upstream.js';
+import { upstreamJob } from './upstream.js';
 import { USE_LITE_MODEL } from './use-lite-text.js';
 import { announceUseLite, useLiteBatcher } from './use-lite-worker.js';
 
@@ -36,8 +36,8 @@ async function generateOne(p: Platform, req: GenerationRequest): Promise<Generat
     }
     return { ok: true, vectors: req.inputs.map((text) => float32ToBase64(embedLocalHash(text, dims))), promptTokens: sum(req.tokens) };
   }
-  const r = await upstreamVectors(p, model, req);
-  return { ok: true, vectors: r.vectors.map((v) => v.toString('base64')), promptTokens: r.promptTokens, channelId: r.channelId };
+  const r = await upstreamJob(p, model, req);
+  return { ok: true, vectors: r.vectors.map((v) => v.vector.toString('base64')), promptTokens: r.promptTokens, channelId: r.channelId };
 }
 
 /**

@@ -8,7 +8,8 @@ import { AppError } from '../errors.js';
 import { OutboundRefusedError, type OutboundPolicy, outboundPolicy } from '../outbound.js';
 
 export interface RelayResult {
-  vectors: Float32Array[];
+  /** float32 little-endian, one per input, bit for bit as the upstream sent them. */
+  vectors: Buffer[];
   /** The upstream's own count, when it reported one. */
   promptTokens: number | null;
   channel: ChannelEntry;
@@ -54,15 +55,39 @@ export function retryAfterMs(headers: Headers): number | undefined {
 // Read together (MGET): on a cluster, all in one slot.
 const cooldownKey = (p: Platform, id: number) => p.keys.grouped('channel-cooldown', id);
 
+/** How long this process trusts what it last read of a channel's cool-down (it learns its own 429s at once). */
+const COOLDOWN_READ_MS = 250;
+const cooldownsSeen = new WeakMap<Platform, Map<number, { until: number; readAt: number }>>();
+
+/**
+ * Channels cooling down, as this process knows it: read from Redis (where every process writes them)
+ * at most every COOLDOWN_READ_MS per channel, not once per call. A cool-down set by another process
+ * is seen within that time: at worst one more call meets the channel's 429, and sets it again.
+ */
 async function coolingUntil(p: Platform, channels: ChannelEntry[]): Promise<Map<number, number>> {
-  const values = await p.redis.mget(channels.map((c) => cooldownKey(p, c.id))).catch(() => channels.map(() => null));
+  let seen = cooldownsSeen.get(p);
+  if (!seen) cooldownsSeen.set(p, (seen = new Map()));
   const now = Date.now();
+  const stale = channels.filter((c) => (seen.get(c.id)?.readAt ?? 0) <= now - COOLDOWN_READ_MS);
+  if (stale.length) {
+    const values = await p.redis.mget(stale.map((c) => cooldownKey(p, c.id))).catch(() => null);
+    if (values) stale.forEach((c, i) => seen.set(c.id, { until: Number(values[i]) || 0, readAt: now }));
+  }
   const out = new Map<number, number>();
-  channels.forEach((c, i) => {
-    const until = Number(values[i]);
+  for (const c of channels) {
+    const until = seen.get(c.id)?.until ?? 0;
     if (until > now) out.set(c.id, until);
-  });
+  }
   return out;
+}
+
+/** Sets a channel aside for `waitMs`: in Redis for every process, and in this process's view at once. */
+async function coolDown(p: Platform, channel: number, waitMs: number): Promise<void> {
+  const until = Date.now() + waitMs;
+  let seen = cooldownsSeen.get(p);
+  if (!seen) cooldownsSeen.set(p, (seen = new Map()));
+  seen.set(channel, { until, readAt: Date.now() });
+  await p.redis.set(cooldownKey(p, channel), String(until), 'PX', Math.max(1, Math.ceil(waitMs))).catch(() => {});
 }
 
 /**
@@ -149,25 +174,37 @@ function postUpstream(policy: OutboundPolicy, url: string, headers: Record<strin
   });
 }
 
-function parseVectors(body: unknown, expected: number, dimensions?: number): Float32Array[] {
+function parseVectors(body: unknown, expected: number, dimensions?: number): Buffer[] {
   const data = (body as { data?: { index?: number; embedding?: unknown }[] })?.data;
   if (!Array.isArray(data) || data.length !== expected) throw new Error(`expected ${expected} embeddings, got ${Array.isArray(data) ? data.length : 'none'}`);
-  const out: Float32Array[] = new Array(expected);
+  const out: Buffer[] = new Array(expected);
   data.forEach((d, i) => {
     const index = typeof d.index === 'number' ? d.index : i;
     const e = d.embedding;
-    let v: Float32Array;
-    if (Array.isArray(e) && e.every((x) => typeof x === 'number')) v = Float32Array.from(e as number[]);
-    else if (typeof e === 'string') {
-      const buf = Buffer.from(e, 'base64');
-      v = new Float32Array(Uint8Array.from(buf).buffer);
+    let v: Buffer;
+    if (typeof e === 'string') {
+      // What we asked for: little-endian float32, base64, as OpenAI sends it.
+      v = Buffer.from(e, 'base64');
+      if (v.length === 0 || v.length % 4 !== 0) throw new Error(`embedding ${i} is not base64 float32`);
+    } else if (Array.isArray(e) && e.length > 0 && e.every((x) => typeof x === 'number' && Number.isFinite(x))) {
+      // An upstream that answers floats whatever was asked: each is read as the float32 nearest to it.
+      const f = Float32Array.from(e as number[]);
+      v = Buffer.from(f.buffer, f.byteOffset, f.byteLength);
     } else throw new Error(`embedding ${i} is not a list of numbers`);
-    if (dimensions && v.length !== dimensions) throw new Error(`embedding ${i} has ${v.length} dimensions, not ${dimensions}`);
+    const dims = v.length / 4;
+    if (dimensions && dims !== dimensions) throw new Error(`embedding ${i} has ${dims} dimensions, not ${dimensions}`);
     if (index < 0 || index >= expected || out[index]) throw new Error(`embedding index ${index} is out of order`);
     out[index] = v;
   });
   return out;
 }
+
+/**
+ * Channels that refused encoding_format "base64" (some OpenAI-compatible servers take only "float"),
+ * by id and base URL: asked for floats from then on, in this process.
+ */
+const floatOnly = new Set<string>();
+const channelKey = (ch: ChannelEntry) => `${ch.id} ${ch.baseUrl}`;
 
 /** The caller's wait (SYNC_WAIT_MS) ran out: OpenAI's shape for a request that took too long. */
 export const relayTimedOut = () =>
@@ -203,16 +240,24 @@ export async function relayEmbeddings(
   for (const ch of usable) {
     const left = deadline - Date.now();
     if (left <= 0) throw relayTimedOut();
-    const body = JSON.stringify({ model: ch.mapping[model] ?? model, input: inputs, encoding_format: 'float', ...(dimensions ? { dimensions } : {}) });
-    let res: UpstreamResponse;
-    try {
-      res = await postUpstream(
+    // base64 unless the channel refused it: float32 bits as they are, a third of the bytes of printed floats, no numbers to parse.
+    const format = floatOnly.has(channelKey(ch)) ? 'float' : 'base64';
+    const call = (encoding_format: string) =>
+      postUpstream(
         policy,
         upstreamUrl(ch.baseUrl),
         { authorization: `Bearer ${p.secrets.decrypt(ch.keyEnc)}`, 'content-type': 'application/json' },
-        body,
-        Math.min(p.config.UPSTREAM_TIMEOUT_MS, left),
+        JSON.stringify({ model: ch.mapping[model] ?? model, input: inputs, encoding_format, ...(dimensions ? { dimensions } : {}) }),
+        Math.min(p.config.UPSTREAM_TIMEOUT_MS, deadline - Date.now()),
       );
+    let res: UpstreamResponse;
+    try {
+      res = await call(format);
+      if (format === 'base64' && (res.status === 400 || res.status === 422) && /encoding|base64/i.test(upstreamMessage(res.text))) {
+        // The channel takes only floats: ask again, and from now on.
+        res = await call('float');
+        if (res.status >= 200 && res.status < 300) floatOnly.add(channelKey(ch));
+      }
     } catch (err) {
       const e = err as NodeJS.ErrnoException;
       if (e.name === 'TimeoutError' && Date.now() >= deadline) throw relayTimedOut();
@@ -255,7 +300,7 @@ export async function relayEmbeddings(
     }
     if (res.status === 429) {
       const wait = retryAfterMs(res.headers) ?? 5_000;
-      await p.redis.set(cooldownKey(p, ch.id), String(Date.now() + wait), 'PX', Math.max(1, Math.ceil(wait))).catch(() => {});
+      await coolDown(p, ch.id, wait);
       last = { status: 429, message: `channel ${ch.id} is rate limited: ${message}`, retryAfter: wait };
       continue;
     }

@@ -4,12 +4,13 @@ import type { Platform } from '../platform.js';
 import { authorizeApiKey } from '../http/auth.js';
 import { ApiRouter, ok, openaiError } from '../http/route.js';
 import { AppError, badRequest, forbidden, notFound } from '../errors.js';
-import { refundQuota, reserveQuota, settleQuota } from '../accounts/store.js';
+import { assertTaken } from '../accounts/ledger.js';
 import { modelAllowed } from '../accounts/tokens.js';
 import { type CallInfo, consumeEntry, errorEntry } from '../logs/entries.js';
 import { EmbeddingsCoalescer } from './coalescer.js';
-import { float32ArrayToJson, float32View } from './float32.js';
-import { relayCall } from './upstream.js';
+import { float32ArrayToJsonBytes, float32View } from './float32.js';
+import { billedUpstreamCall, type UpstreamVectors, vectorCache } from './upstream.js';
+import type { HotVectors } from './store.js';
 import { costOf, LOCAL_MODELS, resolveModel } from './models.js';
 import { embeddingsBody, embeddingsResponseView, floatsBoundError, MAX_INPUT_TOKENS, MAX_REQUEST_TOKENS, parseEmbeddingsRequest } from './schema.js';
 import { countWithin } from './tokenizer.js';
@@ -20,6 +21,7 @@ const CREATED = 1_767_225_600; // 2026-01-01, the "created" of the built-in mode
 export function embeddingsRouter(p: Platform): ApiRouter {
   const router = new ApiRouter('Embeddings');
   const coalescer = new EmbeddingsCoalescer(p);
+  const hot = vectorCache(p).hot;
 
   async function embeddings(ctx: Context) {
     const startedAt = performance.now(); // the elapsed_time of the call's log row
@@ -75,57 +77,51 @@ export function embeddingsRouter(p: Platform): ApiRouter {
         });
     }
 
-    // Reserve the quota this call will cost before doing any work; settle once the usage is known.
-    const cost = costOf(total, model.price);
-    const tok = { id: token.id, unlimited: token.unlimited_quota };
-    if (cost > 0) {
-      const r = await reserveQuota(p.db, principal.user.id, tok, cost);
-      if (!r.ok) {
-        const whose = r.which === 'user' ? "your account's quota" : "this API key's remain_quota";
-        throw new AppError(403, `Insufficient quota: this call costs ${cost} and ${whose} has ${r.left} left.`, {
-          code: r.which === 'user' ? 'insufficient_user_quota' : 'insufficient_token_quota',
-          type: 'insufficient_quota',
-        });
-      }
-    }
-    // Who called what, for the call's consume or error row (src/logs).
+    // Who pays, and who called what, for the call's consume or error row (src/logs).
+    const payer = { userId: principal.user.id, token: { id: token.id, unlimited: token.unlimited_quota } };
     const logCall: CallInfo = { user: principal.user, token: { id: token.id, name: token.name }, model: req.model, requestId: ctx.state.requestId, startedAt };
-    let outcome: { vectors: Buffer[]; promptTokens: number; channelId?: number };
-    try {
-      const call = { model: req.model, dimensions: req.dimensions, inputs: req.inputs, tokens };
-      // Models computed here go to the workers, gathered into jobs; upstream calls are relayed by this process.
-      if (model.kind === 'upstream') outcome = await relayCall(p, model, call, p.config.SYNC_WAIT_MS);
-      else {
+    const cost = costOf(total, model.price);
+    const call = { model: req.model, dimensions: req.dimensions, inputs: req.inputs, tokens };
+    const consumeOf = (o: { promptTokens: number; channelId?: number }) =>
+      consumeEntry(logCall, {
+        quota: costOf(o.promptTokens, model.price),
+        promptTokens: o.promptTokens,
+        price: model.price,
+        channelId: o.channelId,
+        cacheHit: model.kind === 'upstream' && o.channelId === undefined,
+      });
+
+    let outcome: Answer;
+    if (model.kind === 'upstream') {
+      // Upstream calls are relayed by this process, and paid for with the cache's round trips (upstream.ts).
+      outcome = await billedUpstreamCall(p, model, call, { payer, cost, consume: consumeOf, failure: (err) => errorEntry(logCall, err) });
+    } else {
+      // Models computed here go to the workers, gathered into jobs. Reserve what the call will cost first; settle once the usage is known.
+      assertTaken(await p.ledger.reserve(payer, cost), cost);
+      try {
         const done = await coalescer.submit(call);
         if (!done.ok) throw AppError.fromJSON(done.error);
-        outcome = { vectors: done.vectors.map((v) => Buffer.from(v, 'base64')), promptTokens: done.promptTokens };
-      }
-    } catch (err) {
-      // The refund and the call's error row (type 5) in one transaction.
-      await refundQuota(p.db, principal.user.id, tok, cost, errorEntry(logCall, err)).catch((e) => ctx.state.log?.error({ err: e }, 'quota refund failed'));
-      throw err;
-    }
-    const promptTokens = outcome.promptTokens;
-    // The consume row: written in settleQuota's transaction with the charge; free local calls aggregated per minute.
-    const consume = consumeEntry(logCall, {
-      quota: costOf(promptTokens, model.price),
-      promptTokens,
-      price: model.price,
-      channelId: outcome.channelId,
-      cacheHit: model.kind === 'upstream' && outcome.channelId === undefined,
-    });
-    if (cost > 0 || model.price > 0 || model.kind === 'upstream') {
-      try {
-        await settleQuota(p.db, principal.user.id, tok, cost, consume.quota ?? 0, consume);
+        outcome = { vectors: done.vectors.map((v) => ({ vector: Buffer.from(v, 'base64'), tokens: 0 })), promptTokens: done.promptTokens };
       } catch (err) {
-        // Neither the charge nor its row was written: the reservation goes back, with an error row.
-        await refundQuota(p.db, principal.user.id, tok, cost, errorEntry(logCall, err)).catch((e) => ctx.state.log?.error({ err: e }, 'quota refund failed'));
+        // The refund and the call's error row (type 5) in one statement.
+        await p.ledger.refund(payer, cost, errorEntry(logCall, err)).catch((e) => ctx.state.log?.error({ err: e }, 'quota refund failed'));
         throw err;
       }
-    } else p.usage.record(principal.user.id, token.id, consume);
+      // The consume row: written with the charge; free local calls aggregated per minute.
+      const consume = consumeOf(outcome);
+      if (cost > 0 || model.price > 0) {
+        try {
+          await p.ledger.settle(payer, cost, consume.quota ?? 0, consume);
+        } catch (err) {
+          // Neither the charge nor its row was written: the reservation goes back, with an error row.
+          await p.ledger.refund(payer, cost, errorEntry(logCall, err)).catch((e) => ctx.state.log?.error({ err: e }, 'quota refund failed'));
+          throw err;
+        }
+      } else p.usage.record(principal.user.id, token.id, consume);
+    }
 
     ctx.type = 'application/json';
-    ctx.body = responseJson(req.model, outcome.vectors, req.encodingFormat === 'base64', promptTokens);
+    ctx.body = responseJson(req.model, outcome, req.encodingFormat === 'base64', hot);
   }
 
   const create = {
@@ -191,13 +187,27 @@ export function embeddingsRouter(p: Platform): ApiRouter {
   return router;
 }
 
+/** A call's answer: its vectors (for an upstream model, with their keys in the hot cache) and usage. */
+type Answer = Pick<UpstreamVectors, 'vectors' | 'keys' | 'promptTokens' | 'channelId'>;
+
 /**
  * OpenAI's response, written as a string: the vectors are the bulk of it, each float printed as the
- * shortest decimal of its float32 value (src/embeddings/float32.ts), as OpenAI prints them.
+ * shortest decimal of its float32 value (src/embeddings/float32.ts), as OpenAI prints them. A cached
+ * vector's printed form is kept with it in the hot cache, so a hot input is printed once.
  */
-function responseJson(model: string, vectors: Buffer[], base64: boolean, promptTokens: number): string {
-  const data = vectors.map(
-    (v, index) => `{"object":"embedding","index":${index},"embedding":${base64 ? `"${v.toString('base64')}"` : float32ArrayToJson(float32View(v))}}`,
-  );
-  return `{"object":"list","data":[${data.join(',')}],"model":${JSON.stringify(model)},"usage":{"prompt_tokens":${promptTokens},"total_tokens":${promptTokens}}}`;
+function responseJson(model: string, answer: Answer, base64: boolean, hot: HotVectors): Buffer {
+  const parts: Buffer[] = [Buffer.from('{"object":"list","data":[')];
+  answer.vectors.forEach((v, index) => {
+    parts.push(Buffer.from(`${index ? ',' : ''}{"object":"embedding","index":${index},"embedding":`));
+    if (base64) parts.push(Buffer.from(`"${v.vector.toString('base64')}"`, 'latin1'));
+    else if (v.json !== undefined) parts.push(v.json);
+    else {
+      const json = float32ArrayToJsonBytes(float32View(v.vector));
+      if (answer.keys) hot.setJson(answer.keys[index]!, v, json);
+      parts.push(json);
+    }
+    parts.push(Buffer.from('}'));
+  });
+  parts.push(Buffer.from(`],"model":${JSON.stringify(model)},"usage":{"prompt_tokens":${answer.promptTokens},"total_tokens":${answer.promptTokens}}}`));
+  return Buffer.concat(parts);
 }

@@ -1,29 +1,160 @@
 // The embeddings cache: vectors by (model, dimensions, sha256(input)), so an input never goes upstream twice.
-import type { Knex } from 'knex';
-import { NO_FLUSH, type Db } from '../db.js';
+// Postgres holds every vector; each API process keeps its most used ones in memory, printed as well.
+import { type Db, isDbUnavailable } from '../db.js';
+import { Batcher } from '../batcher.js';
 
 export interface CachedVector {
+  /** float32 little-endian, exactly as the upstream sent it. */
   vector: Buffer;
   tokens: number;
+  /** The vector as a JSON array of shortest float32 decimals (ASCII), once a float answer needed it (memory only). */
+  json?: Buffer;
 }
 
-export async function readCache(db: Db, model: string, dimensions: number, hashes: string[]): Promise<Map<string, CachedVector>> {
-  if (hashes.length === 0) return new Map();
-  const rows = await db('embedding_cache')
-    .where({ model, dimensions })
-    .whereIn('input_hash', [...new Set(hashes)])
-    .select<{ input_hash: string; vector: Buffer | Uint8Array; tokens: number }[]>('input_hash', 'vector', 'tokens');
-  return new Map(rows.map((r) => [r.input_hash, { vector: Buffer.from(r.vector), tokens: r.tokens }]));
+/** Bytes an entry holds besides its vector and text (the Map entry, the key, the objects). */
+const ENTRY_OVERHEAD = 256;
+const sizeOf = (key: string, v: CachedVector) => ENTRY_OVERHEAD + key.length * 2 + v.vector.length + (v.json?.length ?? 0);
+
+/**
+ * The most recently used vectors, up to `maxBytes` (vectors and their printed JSON). A vector for an
+ * input never changes once cached, so a copy in memory is never stale, whichever process wrote it.
+ */
+export class HotVectors {
+  private entries = new Map<string, CachedVector>();
+  private bytes = 0;
+
+  constructor(private readonly maxBytes: number) {}
+
+  get size() {
+    return { entries: this.entries.size, bytes: this.bytes };
+  }
+
+  get(key: string): CachedVector | undefined {
+    const v = this.entries.get(key);
+    if (v) {
+      // Most recently used last: eviction takes from the front.
+      this.entries.delete(key);
+      this.entries.set(key, v);
+    }
+    return v;
+  }
+
+  set(key: string, v: CachedVector): void {
+    if (this.maxBytes <= 0) return;
+    const old = this.entries.get(key);
+    if (old) {
+      this.bytes -= sizeOf(key, old);
+      this.entries.delete(key);
+    }
+    this.entries.set(key, v);
+    this.bytes += sizeOf(key, v);
+    this.evict();
+  }
+
+  /** Keeps an entry's printed form with it (and counts its size). */
+  setJson(key: string, v: CachedVector, json: Buffer): void {
+    if (v.json !== undefined || this.entries.get(key) !== v) return;
+    v.json = json;
+    this.bytes += json.length;
+    this.evict();
+  }
+
+  private evict() {
+    for (const [key, v] of this.entries) {
+      if (this.bytes <= this.maxBytes) break;
+      this.entries.delete(key);
+      this.bytes -= sizeOf(key, v);
+    }
+  }
 }
 
-export async function writeCache(db: Db, model: string, dimensions: number, rows: { hash: string; vector: Buffer; tokens: number }[]): Promise<void> {
-  if (rows.length === 0) return;
-  const unique = [...new Map(rows.map((r) => [r.hash, r])).values()];
-  // One statement, and a cache row lost to a crash of Postgres is only asked for again: no need to wait for its flush.
-  const insert = db('embedding_cache')
-    .insert(unique.map((r) => ({ model, dimensions, input_hash: r.hash, vector: r.vector, tokens: r.tokens })))
-    .onConflict(['model', 'dimensions', 'input_hash'])
-    .ignore()
-    .toSQL();
-  await db.raw(`with flush as (select ${NO_FLUSH}), cached as (${insert.sql}) select count(*) from flush`, insert.bindings as Knex.RawBinding[]);
+interface Lookup {
+  model: string;
+  dimensions: number;
+  hashes: string[];
+}
+
+interface NewVectors {
+  model: string;
+  dimensions: number;
+  rows: { hash: string; vector: Buffer; tokens: number }[];
+}
+
+/**
+ * Reads and writes of the Postgres cache, each a batch of the calls that asked meanwhile (one
+ * statement for many calls, see src/batcher.ts), with the hot vectors in front.
+ */
+export class VectorCache {
+  readonly hot: HotVectors;
+  private readonly reads: Batcher<Lookup, Map<string, CachedVector>>;
+  private readonly writes: Batcher<NewVectors, undefined>;
+
+  constructor(db: Db, maxMemoryBytes: number) {
+    this.hot = new HotVectors(maxMemoryBytes);
+    const opts = { maxBatch: 64, maxInFlight: 1, retryAlone: (err: unknown) => !isDbUnavailable(err) };
+    this.reads = new Batcher((lookups) => readBatch(db, lookups), opts);
+    this.writes = new Batcher((rows) => writeBatch(db, rows), opts);
+  }
+
+  static key(model: string, dimensions: number, hash: string) {
+    return `${dimensions}\u0000${hash}\u0000${model}`;
+  }
+
+  /** The cached vectors of these inputs (by hash): from memory, and the rest from Postgres. */
+  async lookup(model: string, dimensions: number, hashes: string[]): Promise<Map<string, CachedVector>> {
+    const found = new Map<string, CachedVector>();
+    const cold: string[] = [];
+    for (const h of hashes) {
+      if (found.has(h)) continue;
+      const v = this.hot.get(VectorCache.key(model, dimensions, h));
+      if (v) found.set(h, v);
+      else if (!cold.includes(h)) cold.push(h);
+    }
+    if (cold.length === 0) return found;
+    const read = await this.reads.submit({ model, dimensions, hashes: cold });
+    for (const [h, v] of read) {
+      this.hot.set(VectorCache.key(model, dimensions, h), v);
+      found.set(h, v);
+    }
+    return found;
+  }
+
+  /** Keeps new vectors, in memory at once and in Postgres before it resolves. */
+  async store(model: string, dimensions: number, rows: { hash: string; vector: Buffer; tokens: number }[]): Promise<void> {
+    if (rows.length === 0) return;
+    for (const r of rows) this.hot.set(VectorCache.key(model, dimensions, r.hash), { vector: r.vector, tokens: r.tokens });
+    await this.writes.submit({ model, dimensions, rows });
+  }
+}
+
+async function readBatch(db: Db, lookups: Lookup[]): Promise<Map<string, CachedVector>[]> {
+  // One statement per (model, dimensions) in the batch: nearly always one (migration 010's switchyard_cache_read).
+  const groups = new Map<string, Lookup[]>();
+  for (const l of lookups) {
+    const k = `${l.dimensions}\u0000${l.model}`;
+    groups.set(k, [...(groups.get(k) ?? []), l]);
+  }
+  const found = new Map<Lookup, Map<string, CachedVector>>();
+  await Promise.all(
+    [...groups.values()].map(async (group) => {
+      const { model, dimensions } = group[0]!;
+      const hashes = [...new Set(group.flatMap((l) => l.hashes))];
+      // Hashes are hex: the array literal needs no quoting (and works the same on PGlite as on node-postgres).
+      const { rows } = await db.raw<{ rows: { hash: string; vec: Buffer | Uint8Array; toks: number }[] }>(
+        'select hash, vec, toks from switchyard_cache_read(?, ?, ?::text[])',
+        [model, dimensions, `{${hashes.filter((h) => /^[0-9a-f]{64}$/.test(h)).join(',')}}`],
+      );
+      const byHash = new Map<string, CachedVector>();
+      for (const r of rows)
+        byHash.set(r.hash, { vector: Buffer.isBuffer(r.vec) ? r.vec : Buffer.from(r.vec.buffer, r.vec.byteOffset, r.vec.byteLength), tokens: r.toks });
+      for (const l of group) found.set(l, new Map(l.hashes.filter((h) => byHash.has(h)).map((h) => [h, byHash.get(h)!])));
+    }),
+  );
+  return lookups.map((l) => found.get(l)!);
+}
+
+async function writeBatch(db: Db, batch: NewVectors[]): Promise<undefined[]> {
+  const rows = batch.flatMap((b) => b.rows.map((r) => ({ m: b.model, d: b.dimensions, h: r.hash, v: r.vector.toString('base64'), t: r.tokens })));
+  await db.raw('select switchyard_cache_write(?::jsonb)', [JSON.stringify(rows)]);
+  return batch.map(() => undefined);
 }

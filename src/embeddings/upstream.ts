@@ -2,36 +2,69 @@
 import type { Platform } from '../platform.js';
 import { sha256Hex } from '../secrets.js';
 import { toAppError } from '../errors.js';
+import { assertTaken, ledgerOps, type Payer } from '../accounts/ledger.js';
+import type { LogEntry } from '../logs/schema.js';
 import { costOf, type ResolvedModel } from './models.js';
 import { relayEmbeddings, relayTimedOut } from './relay.js';
 import type { GenerationRequest } from './schema.js';
-import { readCache, writeCache } from './store.js';
+import { type CachedVector, VectorCache } from './store.js';
+import { UpstreamCalls } from './calls.js';
 
 const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
 
+type UpstreamModel = Extract<ResolvedModel, { kind: 'upstream' }>;
+
 export interface UpstreamVectors {
-  /** float32 little-endian, one per input: as the upstream sent them, or as the cache kept them. */
-  vectors: Buffer[];
+  /** One per input: float32 little-endian, as the upstream sent them or as the cache kept them. */
+  vectors: CachedVector[];
+  /** Each vector's key in the process's hot cache (for keeping its printed form there), when caching is on. */
+  keys?: string[];
   promptTokens: number;
+  /** The channel that answered; none when every input came from the cache. */
   channelId?: number;
+  /** Vectors the upstream sent for this call, not yet in the cache. */
+  fresh: { hash: string; vector: Buffer; tokens: number }[];
 }
 
-/** An upstream model's vectors for one call: from the cache where it has them, the rest relayed once each. */
+/** What the cache holds for a call's inputs. */
+export interface CacheLookup {
+  hashes: string[];
+  found: Map<string, CachedVector>;
+}
+
+// Per Platform: the cache (its hot vectors in this process) and the shared round trips.
+const states = new WeakMap<Platform, { cache: VectorCache; calls: UpstreamCalls }>();
+function state(p: Platform) {
+  let s = states.get(p);
+  if (!s) {
+    s = { cache: new VectorCache(p.db, p.config.EMBEDDINGS_CACHE ? p.config.EMBEDDINGS_MEMORY_CACHE_MB * 2 ** 20 : 0), calls: new UpstreamCalls(p.db) };
+    states.set(p, s);
+  }
+  return s;
+}
+export const vectorCache = (p: Platform): VectorCache => state(p).cache;
+
+const dimsKey = (req: GenerationRequest) => req.dimensions ?? 0; // 0 = "the upstream's default"
+
+const keysOf = (p: Platform, model: string, req: GenerationRequest, hashes: string[]) =>
+  p.config.EMBEDDINGS_CACHE ? hashes.map((h) => VectorCache.key(model, dimsKey(req), h)) : undefined;
+
+/** An upstream model's vectors for one call: those `lookup` found, the rest relayed once each (and returned as `fresh`). */
 export async function upstreamVectors(
   p: Platform,
-  model: Extract<ResolvedModel, { kind: 'upstream' }>,
+  model: UpstreamModel,
   req: GenerationRequest,
-  deadline = Number.POSITIVE_INFINITY,
+  deadline: number,
+  lookup: CacheLookup,
 ): Promise<UpstreamVectors> {
-  const dims = req.dimensions ?? 0; // 0 = "the upstream's default"
-  const hashes = req.inputs.map((text) => sha256Hex(text));
-  const cached = p.config.EMBEDDINGS_CACHE ? await readCache(p.db, model.name, dims, hashes) : new Map();
+  const { hashes, found } = lookup;
   // Each distinct input that is not cached goes upstream once.
-  const missing = [...new Set(hashes.filter((h) => !cached.has(h)))];
+  const missing = [...new Set(hashes.filter((h) => !found.has(h)))];
   const sentUpstream = new Set(missing);
-  const vectorByHash = new Map<string, Buffer>([...cached].map(([h, c]) => [h, c.vector]));
+  const vectorByHash = new Map(found);
   let promptTokens = 0;
   let channelId: number | undefined;
+  let fresh: UpstreamVectors['fresh'] = [];
   if (missing.length) {
     const textOf = new Map(hashes.map((h, i) => [h, req.inputs[i]!]));
     const tokensOf = new Map(hashes.map((h, i) => [h, req.tokens[i]!]));
@@ -44,14 +77,10 @@ export async function upstreamVectors(
       deadline,
     );
     channelId = relayed.channel.id;
-    const rows = missing.map((h, i) => {
-      const v = relayed.vectors[i]!;
-      return { hash: h, vector: Buffer.from(v.buffer, v.byteOffset, v.byteLength), tokens: tokensOf.get(h)! };
-    });
-    for (const r of rows) vectorByHash.set(r.hash, r.vector);
-    if (p.config.EMBEDDINGS_CACHE) await writeCache(p.db, model.name, dims, rows);
-    promptTokens += relayed.promptTokens ?? sum(rows.map((r) => r.tokens));
-    p.channels.recordUsage(relayed.channel.id, costOf(relayed.promptTokens ?? sum(rows.map((r) => r.tokens)), model.price));
+    fresh = missing.map((h, i) => ({ hash: h, vector: relayed.vectors[i]!, tokens: tokensOf.get(h)! }));
+    for (const r of fresh) vectorByHash.set(r.hash, { vector: r.vector, tokens: r.tokens });
+    promptTokens += relayed.promptTokens ?? sum(fresh.map((r) => r.tokens));
+    p.channels.recordUsage(relayed.channel.id, costOf(relayed.promptTokens ?? sum(fresh.map((r) => r.tokens)), model.price));
   }
   // Inputs answered from the cache count with their own tokens (they are billed like any other).
   hashes.forEach((h, i) => {
@@ -59,7 +88,104 @@ export async function upstreamVectors(
       sentUpstream.delete(h); // its first occurrence is in the upstream's count
     else promptTokens += req.tokens[i]!;
   });
-  return { vectors: hashes.map((h) => vectorByHash.get(h)!), promptTokens, channelId };
+  return { vectors: hashes.map((h) => vectorByHash.get(h)!), keys: keysOf(p, model.name, req, hashes), promptTokens, channelId, fresh };
+}
+
+/** A worker's upstream job (queued by an older API): the cache read, the relay, the cache write. */
+export async function upstreamJob(p: Platform, model: UpstreamModel, req: GenerationRequest): Promise<UpstreamVectors> {
+  const hashes = req.inputs.map((text) => sha256Hex(text));
+  const cache = vectorCache(p);
+  const found = p.config.EMBEDDINGS_CACHE ? await cache.lookup(model.name, dimsKey(req), hashes) : new Map<string, CachedVector>();
+  const r = await upstreamVectors(p, model, req, Number.POSITIVE_INFINITY, { hashes, found });
+  if (p.config.EMBEDDINGS_CACHE) await cache.store(model.name, dimsKey(req), r.fresh);
+  return r;
+}
+
+/** Who pays for a call, and the log rows it writes. */
+export interface Bill {
+  payer: Payer;
+  /** What the call is reserved for (its tokens at the model's price). */
+  cost: number;
+  /** The consume row of an answered call. */
+  consume(answer: { promptTokens: number; channelId?: number }): LogEntry;
+  /** The error row of a failed call. */
+  failure(err: unknown): LogEntry;
+}
+
+/**
+ * An upstream model's call, paid for: answered from the cache when it holds every input (charged in
+ * the same statement that read the cache, or in one statement when this process holds them all in
+ * memory), else reserved, relayed (relayCall) and settled in the statement that caches the new
+ * vectors. A failed call gives its reservation back with its error row.
+ */
+export async function billedUpstreamCall(p: Platform, model: UpstreamModel, req: GenerationRequest, bill: Bill): Promise<UpstreamVectors> {
+  const { cache, calls } = state(p);
+  const dims = dimsKey(req);
+  const hashes = req.inputs.map((text) => sha256Hex(text));
+  const found = new Map<string, CachedVector>();
+  const cold: string[] = [];
+  if (p.config.EMBEDDINGS_CACHE) {
+    for (const h of hashes) {
+      if (found.has(h) || cold.includes(h)) continue;
+      const v = cache.hot.get(VectorCache.key(model.name, dims, h));
+      if (v) found.set(h, v);
+      else cold.push(h);
+    }
+  }
+  const cachedAnswer = (): UpstreamVectors => ({
+    vectors: hashes.map((h) => found.get(h)!),
+    keys: keysOf(p, model.name, req, hashes),
+    promptTokens: sum(req.tokens),
+    fresh: [],
+  });
+  const hitCost = costOf(sum(req.tokens), model.price);
+
+  if (p.config.EMBEDDINGS_CACHE && cold.length === 0) {
+    // All in this process's memory: charged in one statement (the ledger's).
+    const answer = cachedAnswer();
+    assertTaken(await p.ledger.charge(bill.payer, hitCost, bill.consume(answer)), hitCost);
+    return answer;
+  }
+  if (p.config.EMBEDDINGS_CACHE) {
+    const begun = await calls.begin({
+      model: model.name,
+      dimensions: dims,
+      hashes: cold,
+      charge: ledgerOps.charge(bill.payer, hitCost, bill.consume({ promptTokens: sum(req.tokens) })),
+      reserve: bill.cost > 0 ? ledgerOps.reserve(bill.payer, bill.cost) : null,
+    });
+    for (const [h, v] of begun.found) {
+      cache.hot.set(VectorCache.key(model.name, dims, h), v);
+      found.set(h, v);
+    }
+    if (begun.charged) {
+      assertTaken(begun.taken, hitCost);
+      return cachedAnswer();
+    }
+    assertTaken(begun.taken, bill.cost);
+  } else assertTaken(await p.ledger.reserve(bill.payer, bill.cost), bill.cost);
+
+  let answer: UpstreamVectors;
+  try {
+    answer = await relayCall(p, model, req, p.config.SYNC_WAIT_MS, { hashes, found });
+  } catch (err) {
+    // The refund and the call's error row (type 5) in one statement.
+    await p.ledger.refund(bill.payer, bill.cost, bill.failure(err)).catch((e) => p.log.error({ err: e }, 'quota refund failed'));
+    throw err;
+  }
+  const consume = bill.consume(answer);
+  const actual = costOf(answer.promptTokens, model.price);
+  try {
+    if (p.config.EMBEDDINGS_CACHE) {
+      for (const r of answer.fresh) cache.hot.set(VectorCache.key(model.name, dims, r.hash), { vector: r.vector, tokens: r.tokens });
+      await calls.finish({ model: model.name, dimensions: dims, rows: answer.fresh, settle: ledgerOps.settle(bill.payer, bill.cost, actual, consume) });
+    } else await p.ledger.settle(bill.payer, bill.cost, actual, consume);
+  } catch (err) {
+    // Neither the charge nor its row was written: the reservation goes back, with an error row.
+    await p.ledger.refund(bill.payer, bill.cost, bill.failure(err)).catch((e) => p.log.error({ err: e }, 'quota refund failed'));
+    throw err;
+  }
+  return answer;
 }
 
 const RELAY_ATTEMPTS = 3;
@@ -77,11 +203,12 @@ export async function relayCall(
   model: Extract<ResolvedModel, { kind: 'upstream' }>,
   req: GenerationRequest,
   waitMs: number,
+  lookup: CacheLookup,
 ): Promise<UpstreamVectors> {
   const deadline = Date.now() + waitMs;
   for (let attempt = 1; ; attempt++) {
     try {
-      return await upstreamVectors(p, model, req, deadline);
+      return await upstreamVectors(p, model, req, deadline, lookup);
     } catch (raw) {
       const err = toAppError(raw);
       if (!err.retriable || err.status === 429 || attempt >= RELAY_ATTEMPTS) throw err;

@@ -10,13 +10,13 @@ const INT_MAX = 2_147_483_647;
 const clean = (s: string | undefined | null, max: number) => (s ?? '').replaceAll('\0', '').slice(0, max);
 const clampInt = (n: number | undefined) => Math.max(0, Math.min(INT_MAX, Math.round(n ?? 0)));
 
-function toRow(db: Db, e: LogEntry) {
+/** A row's columns as plain values; `username` is null when the entry leaves it to the user's current name. */
+export function logRecord(e: LogEntry) {
   return {
     created_at: e.createdAt ?? nowSeconds(),
     type: e.type,
     user_id: e.userId,
-    // The user's current name unless the caller knows it (it is kept on the row, as one-api does, so renames don't rewrite history).
-    username: e.username !== undefined ? clean(e.username, 64) : db.raw(`coalesce((select username from users where id = ?), '')`, [e.userId]),
+    username: e.username !== undefined ? clean(e.username, 64) : null,
     token_id: e.tokenId ?? null,
     token_name: clean(e.tokenName, 100),
     model_name: clean(e.modelName, 200),
@@ -33,15 +33,16 @@ function toRow(db: Db, e: LogEntry) {
   };
 }
 
+function toRow(db: Db, e: LogEntry) {
+  const row = logRecord(e);
+  // The user's current name unless the caller knows it (it is kept on the row, as one-api does, so renames don't rewrite history).
+  return { ...row, username: row.username ?? db.raw(`coalesce((select username from users where id = ?), '')`, [e.userId]) };
+}
+
 /** Writes rows; pass a transaction to make them part of it (a charge and its consume row commit together or not at all). */
 export async function insertLogs(db: Db, entries: LogEntry[]): Promise<void> {
   if (entries.length === 0) return;
-  await logsInsert(db, entries);
-}
-
-/** The INSERT of these rows, not yet run: for a statement that writes them with something else (quota). */
-export function logsInsert(db: Db, entries: LogEntry[]) {
-  return db('logs').insert(entries.map((e) => toRow(db, e)));
+  await db('logs').insert(entries.map((e) => toRow(db, e)));
 }
 
 // ---------------------------------------------------------------------------------------------

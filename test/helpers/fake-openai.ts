@@ -20,10 +20,17 @@ export function fakeVector(text: string, dims = 4): number[] {
   return v;
 }
 
+/**
+ * How the fake answers encoding_format: as OpenAI does (base64 of little-endian float32 when asked), or as some
+ * OpenAI-compatible servers do: floats whatever was asked ('ignores'), or 400 for anything but float ('float-only').
+ */
+export type Encodings = 'openai' | 'ignores' | 'float-only';
+
 export class FakeOpenAI {
   readonly calls: UpstreamCall[] = [];
   behaviour: Behaviour = { kind: 'ok', reportUsage: true };
-  /** Vectors to answer for given input texts, written into the JSON exactly as given; fakeVector for the rest. */
+  encodings: Encodings = 'openai';
+  /** Vectors to answer for given input texts, written into the JSON exactly as given (floats), or as their float32 (base64); fakeVector for the rest. */
   readonly fixed = new Map<string, number[]>();
   private server?: http.Server;
   url = '';
@@ -46,13 +53,20 @@ export class FakeOpenAI {
           res.end(JSON.stringify({ error: { message: b.message ?? `fake upstream says ${b.status}`, type: 'fake', code: null } }));
           return;
         }
+        const format = body.encoding_format ?? 'float';
+        if (this.encodings === 'float-only' && format !== 'float') {
+          res.writeHead(400, { 'content-type': 'application/json' });
+          res.end(JSON.stringify({ error: { message: `encoding_format must be float, not ${format}`, type: 'invalid_request_error', code: null } }));
+          return;
+        }
         const inputs: string[] = Array.isArray(body.input) ? body.input : [body.input];
         const dims = body.dimensions ?? 4;
+        const encode = (v: number[]) => (format === 'base64' && this.encodings === 'openai' ? Buffer.from(Float32Array.from(v).buffer).toString('base64') : v);
         res.writeHead(200, { 'content-type': 'application/json' });
         res.end(
           JSON.stringify({
             object: 'list',
-            data: inputs.map((text, index) => ({ object: 'embedding', index, embedding: this.fixed.get(text) ?? fakeVector(text, dims) })).reverse(),
+            data: inputs.map((text, index) => ({ object: 'embedding', index, embedding: encode(this.fixed.get(text) ?? fakeVector(text, dims)) })).reverse(),
             model: body.model,
             ...(b.reportUsage === false ? {} : { usage: { prompt_tokens: inputs.length * 10, total_tokens: inputs.length * 10 } }),
           }),

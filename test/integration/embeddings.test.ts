@@ -327,6 +327,44 @@ describe('relaying to upstream channels', () => {
     expect([buf.readFloatLE(0), buf.readFloatLE(4), buf.readFloatLE(8)]).toEqual([Math.fround(0.6), Math.fround(0.8), 3]);
   });
 
+  for (const encodings of ['openai', 'ignores', 'float-only'] as const) {
+    it(`an upstream that ${{ openai: 'sends base64 when asked (as OpenAI)', ignores: 'sends floats whatever was asked', 'float-only': 'refuses base64 with 400' }[encodings]}: vectors arrive exactly, and the cache keeps their float32 bits`, async () => {
+      const up = await new FakeOpenAI().start();
+      up.encodings = encodings;
+      try {
+        const model = `enc-${encodings}`;
+        await channel({ name: model, base_url: up.url, models: model, price: 1 });
+        up.fixed.set(`${model} a`, [0.6, 0.8, 3]);
+        up.fixed.set(`${model} b`, [-0.0069292835, 0.012345679, 1e-7]);
+        const res = await v1(key).post('/v1/embeddings', { model, input: [`${model} a`, `${model} b`], encoding_format: 'float' });
+        expect(res.status, res.text).toBe(200);
+        expect(res.text).toContain('"embedding":[0.6,0.8,3]},{"object":"embedding","index":1,"embedding":[-0.0069292835,0.012345679,1e-7]}');
+        const rows = await t.platform.db('embedding_cache').where({ model }).select('vector');
+        expect(rows.map((r) => [...new Float32Array(new Uint8Array(r.vector).buffer)]).sort((x, y) => x[0]! - y[0]!)).toEqual([
+          [Math.fround(-0.0069292835), Math.fround(0.012345679), Math.fround(1e-7)],
+          [Math.fround(0.6), Math.fround(0.8), 3],
+        ]);
+        // base64 is asked for first (float32 bits as they are, a third of the bytes); a channel that refuses it is asked for floats from then on.
+        await v1(key).post('/v1/embeddings', { model, input: `${model} c` });
+        expect(up.calls.map((c) => c.body.encoding_format)).toEqual(encodings === 'float-only' ? ['base64', 'float', 'float'] : ['base64', 'base64']);
+      } finally {
+        await up.stop();
+      }
+    });
+  }
+
+  it('keeps hot vectors in memory: with its cache row gone, this process still answers a cached input without the upstream', async () => {
+    await channel({ name: 'hot', base_url: upA.url, models: 'hot-model', price: 1 });
+    const first = await v1(key).post('/v1/embeddings', { model: 'hot-model', input: 'hot input' });
+    expect(first.status).toBe(200);
+    // Written to Postgres too (for the other processes), before the call was answered.
+    expect(await t.platform.db('embedding_cache').where({ model: 'hot-model' }).delete()).toBe(1);
+    const again = await v1(key).post('/v1/embeddings', { model: 'hot-model', input: 'hot input' });
+    expect(again.status).toBe(200);
+    expect(again.body.data[0].embedding).toEqual(first.body.data[0].embedding);
+    expect(upA.calls).toHaveLength(1);
+  });
+
   it('counts tokens locally when the upstream reports no usage', async () => {
     await channel({ name: 'nousage', base_url: upA.url, models: 'nousage-model', price: 1 });
     upA.behaviour = { kind: 'ok', reportUsage: false };

@@ -44,6 +44,8 @@ for (const embedded of [false, true]) {
           '006_job_results',
           '007_logs',
           '008_quota_functions',
+          '009_ledger',
+          '010_embeddings_functions',
         ]);
         for (const t of TABLES) expect(await db.schema.hasTable(t), t).toBe(true);
         // The counters' triggers work right after migrating.
@@ -59,11 +61,22 @@ for (const embedded of [false, true]) {
           updated_at: new Date(),
         });
         expect((await db('content_stats').first()).count).toBe(1);
+        // The batched statements' functions, and only those (008's single reservation gave way to the ledger).
+        const functions = async () =>
+          (await db.raw("select proname from pg_proc where proname like 'switchyard%' order by proname")).rows.map((r: { proname: string }) => r.proname);
+        expect(await functions()).toEqual([
+          'switchyard_cache_read',
+          'switchyard_cache_write',
+          'switchyard_embeddings_begin',
+          'switchyard_embeddings_finish',
+          'switchyard_ledger',
+        ]);
 
         await migrateRollbackAll(db);
         for (const t of TABLES) expect(await db.schema.hasTable(t), t).toBe(false);
         const fn = await db.raw("select count(*)::int as n from pg_proc where proname = 'content_stats_apply'");
         expect(fn.rows[0].n).toBe(0);
+        expect(await functions()).toEqual([]);
 
         expect(await migrateLatest(db)).toEqual(applied);
         expect(await migrateLatest(db)).toEqual([]);

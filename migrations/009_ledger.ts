@@ -1,0 +1,110 @@
+// The quota ledger in one round trip for many calls: a function that applies a batch of reservations, charges,
+// settlements and refunds, and writes the log rows of those that took effect (src/accounts/ledger.ts).
+import type { Knex } from 'knex';
+import * as m008 from './008_quota_functions.js';
+
+export async function up(knex: Knex): Promise<void> {
+  // p_ops is a JSON array of operations, each {i, k, u, t, l, a, c, log}: i its place in the batch, k its kind,
+  // u the user, t the API key (l: the key has a limited remain_quota), a the amount (reserved, or charged),
+  // c the actual cost (settle), log the row to write when the operation takes effect (columns of logs).
+  //
+  // - reserve: takes a from the user and, for a limited key, from the key: both or neither (conditional
+  //   UPDATEs, so concurrent calls never take a balance below zero); a shortfall answers which and what is left.
+  // - charge: a reservation and its settlement at once, for a cost known in advance, with its log row.
+  // - settle: a reservation's real cost: gives back (or takes, never below zero) the difference, counts the
+  //   spend in used_quota and request_count, and writes the call's log row.
+  // - refund: gives a reservation back, with the call's error row.
+  //
+  // The operations run in (user, key) order, whatever their order in the batch, so two batches never wait
+  // for each other's rows in a cycle. All of it is one statement: one transaction, committed without
+  // waiting for the WAL flush (see NO_FLUSH in src/db.ts). Each answer row is one operation: {op, outcome,
+  // left_amount}, outcome 'ok', or 'user' / 'token' for a shortfall.
+  await knex.raw(`
+    create function switchyard_ledger(p_ops jsonb)
+    returns table (op integer, outcome text, left_amount bigint)
+    language plpgsql as $$
+    declare
+      o record;
+      v_now bigint := extract(epoch from now())::bigint;
+      v_logs jsonb := '[]';
+      v_log jsonb;
+    begin
+      perform set_config('synchronous_commit', 'off', true);
+      for o in
+        select * from jsonb_to_recordset(p_ops) as x(i integer, k text, u integer, t integer, l boolean, a bigint, c bigint, log jsonb)
+        order by x.u, x.t nulls first, x.i
+      loop
+        op := o.i;
+        outcome := 'ok';
+        left_amount := 0;
+        if o.k = 'reserve' or o.k = 'charge' then
+          update users set
+            quota = quota - o.a,
+            used_quota = used_quota + case when o.k = 'charge' then o.a else 0 end,
+            request_count = request_count + case when o.k = 'charge' then 1 else 0 end
+          where id = o.u and quota >= o.a;
+          if not found then
+            outcome := 'user';
+            left_amount := coalesce((select quota from users where id = o.u), 0);
+          elsif o.t is not null and (o.l or o.k = 'charge') then
+            update tokens set
+              remain_quota = remain_quota - case when o.l then o.a else 0 end,
+              used_quota = used_quota + case when o.k = 'charge' then o.a else 0 end,
+              accessed_time = case when o.k = 'charge' then v_now else accessed_time end
+            where id = o.t and (not o.l or remain_quota >= o.a);
+            if not found then
+              -- The key is short: the user's part goes back before anyone can see it.
+              update users set
+                quota = quota + o.a,
+                used_quota = used_quota - case when o.k = 'charge' then o.a else 0 end,
+                request_count = request_count - case when o.k = 'charge' then 1 else 0 end
+              where id = o.u;
+              outcome := 'token';
+              left_amount := coalesce((select remain_quota from tokens where id = o.t), 0);
+            end if;
+          end if;
+        elsif o.k = 'settle' then
+          update users set quota = greatest(quota - (o.c - o.a), 0), used_quota = used_quota + o.c, request_count = request_count + 1
+          where id = o.u;
+          if o.t is not null then
+            update tokens set
+              used_quota = used_quota + o.c,
+              accessed_time = v_now,
+              remain_quota = case when o.l then greatest(remain_quota - (o.c - o.a), 0) else remain_quota end
+            where id = o.t;
+          end if;
+        elsif o.k = 'refund' then
+          if o.a > 0 then
+            update users set quota = quota + o.a where id = o.u;
+            if o.t is not null and o.l then
+              update tokens set remain_quota = remain_quota + o.a where id = o.t;
+            end if;
+          end if;
+        else
+          raise exception 'unknown ledger operation %', o.k;
+        end if;
+        if outcome = 'ok' and o.log is not null then
+          v_logs := v_logs || jsonb_build_array(o.log);
+        end if;
+        return next;
+      end loop;
+      if jsonb_array_length(v_logs) > 0 then
+        insert into logs (created_at, type, user_id, username, token_id, token_name, model_name, channel_id, quota, prompt_tokens,
+                          completion_tokens, elapsed_time, request_count, cache_hit, status_code, request_id, content)
+        select r.created_at, r.type, r.user_id, coalesce(r.username, (select username from users where id = r.user_id), ''), r.token_id,
+               r.token_name, r.model_name, r.channel_id, r.quota, r.prompt_tokens, r.completion_tokens, r.elapsed_time, r.request_count,
+               r.cache_hit, r.status_code, r.request_id, r.content
+        from jsonb_populate_recordset(null::logs, v_logs) as r;
+      end if;
+    end
+    $$`);
+  // Its statements' plans do not depend on the values: planned once per connection, not once per call.
+  await knex.raw('alter function switchyard_ledger(jsonb) set plan_cache_mode = force_generic_plan');
+  // 008's single reservation is replaced by this.
+  await knex.raw('drop function switchyard_reserve_quota(integer, integer, bigint)');
+}
+
+export async function down(knex: Knex): Promise<void> {
+  await knex.raw('drop function switchyard_ledger(jsonb)');
+  await m008.up(knex);
+}

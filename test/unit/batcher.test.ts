@@ -1,0 +1,48 @@
+// Natural batching: an idle caller goes at once, concurrent callers share a round trip, one bad item fails alone.
+import { describe, expect, it } from 'vitest';
+import { Batcher } from '../../src/batcher.js';
+
+/** A round trip that takes `ms` and answers each item doubled; records the batches it was given. */
+function doubler(ms = 5) {
+  const seen: number[][] = [];
+  const run = async (items: number[]) => {
+    seen.push(items);
+    await new Promise((r) => setTimeout(r, ms));
+    if (items.includes(-1)) throw new Error('bad item');
+    return items.map((x) => x * 2);
+  };
+  return { seen, run };
+}
+
+describe('Batcher', () => {
+  it('sends a lone request at once, in a batch of its own', async () => {
+    const { seen, run } = doubler();
+    const b = new Batcher(run, { maxBatch: 10, maxInFlight: 1 });
+    const started = performance.now();
+    expect(await b.submit(21)).toBe(42);
+    expect(seen).toEqual([[21]]);
+    expect(performance.now() - started).toBeLessThan(1_000);
+  });
+
+  it('gathers what is asked while a round trip is out into the next one, up to maxBatch, each caller getting its own answer', async () => {
+    const { seen, run } = doubler();
+    const b = new Batcher(run, { maxBatch: 4, maxInFlight: 1 });
+    const first = b.submit(1);
+    await new Promise((r) => setTimeout(r, 1));
+    const rest = [2, 3, 4, 5, 6, 7].map((x) => b.submit(x));
+    expect(await Promise.all([first, ...rest])).toEqual([2, 4, 6, 8, 10, 12, 14]);
+    expect(seen).toEqual([[1], [2, 3, 4, 5], [6, 7]]);
+    expect({ batches: b.batches, items: b.items }).toEqual({ batches: 3, items: 7 });
+  });
+
+  it('a failed batch fails each of its callers; with retryAlone, the others are answered and only the bad one fails', async () => {
+    const plain = new Batcher(doubler().run, { maxBatch: 10, maxInFlight: 1 });
+    expect((await Promise.allSettled([plain.submit(1), plain.submit(-1)])).map((r) => r.status)).toEqual(['rejected', 'rejected']);
+    const { seen, run } = doubler();
+    const isolating = new Batcher(run, { maxBatch: 10, maxInFlight: 1, retryAlone: () => true });
+    const settled = await Promise.allSettled([isolating.submit(1), isolating.submit(-1), isolating.submit(3)]);
+    expect(settled.map((r) => (r.status === 'fulfilled' ? r.value : 'failed'))).toEqual([2, 'failed', 6]);
+    expect(seen).toEqual([[1, -1, 3], [1], [-1], [3]]);
+    expect(isolating.retriedAlone).toBe(3);
+  });
+});
