@@ -30,21 +30,26 @@ export async function up(knex: Knex): Promise<void> {
       on conflict (model, dimensions, input_hash) do nothing;
     end
     $$`);
-  // An upstream call's first round trip: what the cache has of its inputs and, in the same statement, the
-  // charge when it has all of them (the cost is known: nothing goes upstream) or else the reservation.
-  // p_calls: [{i, m: model, d: dimensions, h: [hashes], charge: ledger op, reserve: ledger op}] (ledger ops
-  // as switchyard_ledger takes them; either may be null: nothing to take). Answers the cached vectors
-  // (i, hash, vec, toks) and each call's ledger outcome (i, outcome, left_amount).
+  // The round trips of upstream calls, many calls to a statement: each call's begin (what the cache has of its
+  // inputs and, in the same statement, the charge when it has all of them — the cost is known, nothing goes
+  // upstream — or else the reservation) and each call's finish (its new vectors and its settlement). One
+  // statement a round, so a process's calls never wait for each other's row locks across statements.
+  // p_rows: new vectors (switchyard_cache_write). p_begins: [{i, m: model, d: dimensions, h: [hashes],
+  // charge: ledger op, reserve: ledger op or null}]. p_settles: ledger ops ({i, …}). Answers the cached
+  // vectors found (i, hash, vec, toks) and every operation's outcome (i, outcome, left_amount).
   await knex.raw(`
-    create function switchyard_embeddings_begin(p_calls jsonb)
+    create function switchyard_embeddings_round(p_rows jsonb, p_begins jsonb, p_settles jsonb)
     returns table (i integer, hash text, vec bytea, toks integer, outcome text, left_amount bigint)
     language plpgsql as $$
     declare
       c record;
       v_found integer;
-      v_ops jsonb := '[]';
+      v_ops jsonb := p_settles;
     begin
-      for c in select * from jsonb_to_recordset(p_calls) as x(i integer, m text, d integer, h text[], charge jsonb, reserve jsonb) loop
+      if jsonb_array_length(p_rows) > 0 then
+        perform switchyard_cache_write(p_rows);
+      end if;
+      for c in select * from jsonb_to_recordset(p_begins) as x(i integer, m text, d integer, h text[], charge jsonb, reserve jsonb) loop
         v_found := 0;
         for hash, vec, toks in select r.hash, r.vec, r.toks from switchyard_cache_read(c.m, c.d, c.h) as r loop
           i := c.i;
@@ -52,7 +57,7 @@ export async function up(knex: Knex): Promise<void> {
           return next;
         end loop;
         if v_found = cardinality(c.h) then
-          if c.charge is not null then v_ops := v_ops || jsonb_build_array(c.charge || jsonb_build_object('i', c.i)); end if;
+          v_ops := v_ops || jsonb_build_array(c.charge || jsonb_build_object('i', c.i));
         elsif c.reserve is not null then
           v_ops := v_ops || jsonb_build_array(c.reserve || jsonb_build_object('i', c.i));
         end if;
@@ -65,22 +70,7 @@ export async function up(knex: Knex): Promise<void> {
       end loop;
     end
     $$`);
-  // Its last: the new vectors and the settlement (with its log row) in one statement.
-  await knex.raw(`
-    create function switchyard_embeddings_finish(p_rows jsonb, p_ops jsonb)
-    returns table (op integer, outcome text, left_amount bigint)
-    language plpgsql as $$
-    begin
-      perform switchyard_cache_write(p_rows);
-      return query select l.op, l.outcome, l.left_amount from switchyard_ledger(p_ops) as l;
-    end
-    $$`);
-  for (const f of [
-    'switchyard_cache_read(text, integer, text[])',
-    'switchyard_cache_write(jsonb)',
-    'switchyard_embeddings_begin(jsonb)',
-    'switchyard_embeddings_finish(jsonb, jsonb)',
-  ])
+  for (const f of ['switchyard_cache_read(text, integer, text[])', 'switchyard_cache_write(jsonb)', 'switchyard_embeddings_round(jsonb, jsonb, jsonb)'])
     await knex.raw(`alter function ${f} set plan_cache_mode = force_generic_plan`);
   // A 1536-float vector (6 KB) stays in its row, uncompressed: compressing float32 gains nothing, and an
   // out-of-line (TOAST) copy costs a write of its own per chunk. Bigger vectors still go out of line.
@@ -91,8 +81,7 @@ export async function up(knex: Knex): Promise<void> {
 export async function down(knex: Knex): Promise<void> {
   await knex.raw('alter table embedding_cache alter column vector set storage extended');
   await knex.raw('alter table embedding_cache reset (toast_tuple_target)');
-  await knex.raw('drop function switchyard_embeddings_finish(jsonb, jsonb)');
-  await knex.raw('drop function switchyard_embeddings_begin(jsonb)');
+  await knex.raw('drop function switchyard_embeddings_round(jsonb, jsonb, jsonb)');
   await knex.raw('drop function switchyard_cache_write(jsonb)');
   await knex.raw('drop function switchyard_cache_read(text, integer, text[])');
 }

@@ -30,68 +30,73 @@ export interface FinishRequest {
   settle: LedgerOp;
 }
 
+type Round = { begin: BeginRequest } | { finish: FinishRequest };
+type RoundAnswer = Begun | Taken;
+
 /**
- * Migration 010's switchyard_embeddings_begin and _finish: a relayed call costs two statements (the
- * cache read with its reservation, the cache write with its settlement), a call the cache answers
- * one (read and charged together), and calls made while a statement is out share the next one.
+ * Migration 010's switchyard_embeddings_round: a relayed call costs two statements (the cache read with
+ * its reservation, the cache write with its settlement), a call the cache answers one (read and charged
+ * together); and the begins and finishes of the calls made while a statement is out share the next one.
  */
 export class UpstreamCalls {
-  private readonly begins: Batcher<BeginRequest, Begun>;
-  private readonly finishes: Batcher<FinishRequest, Taken>;
+  private readonly rounds: Batcher<Round, RoundAnswer>;
 
   constructor(db: Db) {
     // One call's bad row (a refused log row, say) must not fail the others it shares a statement with.
-    const opts = { maxBatch: 64, maxInFlight: 1, retryAlone: (err: unknown) => !isDbUnavailable(err) };
-    this.begins = new Batcher((calls) => begin(db, calls), opts);
-    this.finishes = new Batcher((calls) => finish(db, calls), opts);
+    this.rounds = new Batcher((items) => round(db, items), { maxBatch: 64, maxInFlight: 1, retryAlone: (err) => !isDbUnavailable(err) });
   }
 
-  begin(req: BeginRequest): Promise<Begun> {
-    return this.begins.submit(req);
+  async begin(req: BeginRequest): Promise<Begun> {
+    return (await this.rounds.submit({ begin: req })) as Begun;
   }
 
   async finish(req: FinishRequest): Promise<void> {
-    await this.finishes.submit(req);
+    await this.rounds.submit({ finish: req });
   }
 }
 
 // Hashes are hex (sha256): an array literal of them needs no quoting.
 const hexHash = /^[0-9a-f]{64}$/;
 
-async function begin(db: Db, calls: BeginRequest[]): Promise<Begun[]> {
-  const json = calls.map((c, i) => ({
-    i,
-    m: c.model,
-    d: c.dimensions,
-    h: c.hashes.filter((h) => hexHash.test(h)),
-    charge: encodeLedgerOp(c.charge, i),
-    reserve: c.reserve ? encodeLedgerOp(c.reserve, i) : null,
-  }));
-  const { rows } = await db.raw<{ rows: ({ i: number; hash: string | null; vec: Buffer | Uint8Array | null; toks: number | null } & Partial<LedgerAnswer>)[] }>(
-    'select i, hash, vec, toks, outcome, left_amount from switchyard_embeddings_begin(?::jsonb)',
-    [JSON.stringify(json)],
-  );
-  const out: Begun[] = calls.map(() => ({ found: new Map(), charged: false, taken: { ok: true } }));
-  for (const r of rows) {
-    const o = out[r.i]!;
-    if (r.hash !== null && r.vec) {
-      const v = r.vec;
-      o.found.set(r.hash, { vector: Buffer.isBuffer(v) ? v : Buffer.from(v.buffer, v.byteOffset, v.byteLength), tokens: r.toks ?? 0 });
-    } else if (r.outcome) o.taken = takenOf({ outcome: r.outcome, left_amount: r.left_amount ?? 0 });
-  }
-  calls.forEach((c, i) => {
-    out[i]!.charged = c.hashes.every((h) => out[i]!.found.has(h));
+async function round(db: Db, items: Round[]): Promise<RoundAnswer[]> {
+  const begins: object[] = [];
+  const settles: object[] = [];
+  const rows: object[] = [];
+  items.forEach((item, i) => {
+    if ('begin' in item) {
+      const c = item.begin;
+      const h = c.hashes.filter((x) => hexHash.test(x));
+      begins.push({ i, m: c.model, d: c.dimensions, h, charge: encodeLedgerOp(c.charge, i), reserve: c.reserve ? encodeLedgerOp(c.reserve, i) : null });
+    } else {
+      const c = item.finish;
+      for (const r of c.rows) rows.push({ m: c.model, d: c.dimensions, h: r.hash, v: r.vector.toString('base64'), t: r.tokens });
+      settles.push(encodeLedgerOp(c.settle, i));
+    }
   });
-  return out;
-}
-
-async function finish(db: Db, calls: FinishRequest[]): Promise<Taken[]> {
-  const rows = calls.flatMap((c) => c.rows.map((r) => ({ m: c.model, d: c.dimensions, h: r.hash, v: r.vector.toString('base64'), t: r.tokens })));
-  const { rows: answers } = await db.raw<{ rows: LedgerAnswer[] }>('select op, outcome, left_amount from switchyard_embeddings_finish(?::jsonb, ?::jsonb)', [
+  const { rows: answers } = await db.raw<{
+    rows: ({ i: number; hash: string | null; vec: Buffer | Uint8Array | null; toks: number | null } & Partial<LedgerAnswer>)[];
+  }>('select i, hash, vec, toks, outcome, left_amount from switchyard_embeddings_round(?::jsonb, ?::jsonb, ?::jsonb)', [
     JSON.stringify(rows),
-    JSON.stringify(calls.map((c, i) => encodeLedgerOp(c.settle, i))),
+    JSON.stringify(begins),
+    JSON.stringify(settles),
   ]);
-  const out: Taken[] = calls.map(() => ({ ok: true }));
-  for (const a of answers) out[a.op] = takenOf(a);
+  const out: RoundAnswer[] = items.map((item) => ('begin' in item ? { found: new Map(), charged: false, taken: { ok: true } } : { ok: true }));
+  for (const a of answers) {
+    const o = out[a.i]!;
+    if (a.hash !== null && a.vec && 'found' in o) {
+      const v = a.vec;
+      o.found.set(a.hash, { vector: Buffer.isBuffer(v) ? v : Buffer.from(v.buffer, v.byteOffset, v.byteLength), tokens: a.toks ?? 0 });
+    } else if (a.outcome) {
+      const taken = takenOf({ outcome: a.outcome, left_amount: a.left_amount ?? 0 });
+      if ('found' in o) o.taken = taken;
+      else out[a.i] = taken;
+    }
+  }
+  items.forEach((item, i) => {
+    if ('begin' in item) {
+      const o = out[i] as Begun;
+      o.charged = item.begin.hashes.every((h) => o.found.has(h));
+    }
+  });
   return out;
 }

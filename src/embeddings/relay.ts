@@ -199,6 +199,14 @@ function parseVectors(body: unknown, expected: number, dimensions?: number): Buf
   return out;
 }
 
+// A channel's key, decrypted once per directory entry (the directory makes new entries when it re-reads channels).
+const channelKeys = new WeakMap<ChannelEntry, string>();
+function channelKeyOf(p: Platform, ch: ChannelEntry): string {
+  let key = channelKeys.get(ch);
+  if (key === undefined) channelKeys.set(ch, (key = p.secrets.decrypt(ch.keyEnc)));
+  return key;
+}
+
 /**
  * Channels that refused encoding_format "base64" (some OpenAI-compatible servers take only "float"),
  * by id and base URL: asked for floats from then on, in this process.
@@ -246,7 +254,7 @@ export async function relayEmbeddings(
       postUpstream(
         policy,
         upstreamUrl(ch.baseUrl),
-        { authorization: `Bearer ${p.secrets.decrypt(ch.keyEnc)}`, 'content-type': 'application/json' },
+        { authorization: `Bearer ${channelKeyOf(p, ch)}`, 'content-type': 'application/json' },
         JSON.stringify({ model: ch.mapping[model] ?? model, input: inputs, encoding_format, ...(dimensions ? { dimensions } : {}) }),
         Math.min(p.config.UPSTREAM_TIMEOUT_MS, deadline - Date.now()),
       );

@@ -18,6 +18,9 @@ const sizeOf = (key: string, v: CachedVector) => ENTRY_OVERHEAD + key.length * 2
 /**
  * The most recently used vectors, up to `maxBytes` (vectors and their printed JSON). A vector for an
  * input never changes once cached, so a copy in memory is never stale, whichever process wrote it.
+ * Vectors come in when they are read back from Postgres (asked for a second time), not when they
+ * arrive from the upstream: inputs seen once — most of a gateway's traffic — would only push out the
+ * hot ones and keep the garbage collector busy.
  */
 export class HotVectors {
   private entries = new Map<string, CachedVector>();
@@ -119,10 +122,9 @@ export class VectorCache {
     return found;
   }
 
-  /** Keeps new vectors, in memory at once and in Postgres before it resolves. */
+  /** Keeps new vectors in Postgres (memory takes them when they are asked for again: see HotVectors). */
   async store(model: string, dimensions: number, rows: { hash: string; vector: Buffer; tokens: number }[]): Promise<void> {
     if (rows.length === 0) return;
-    for (const r of rows) this.hot.set(VectorCache.key(model, dimensions, r.hash), { vector: r.vector, tokens: r.tokens });
     await this.writes.submit({ model, dimensions, rows });
   }
 }

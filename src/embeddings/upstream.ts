@@ -177,7 +177,6 @@ export async function billedUpstreamCall(p: Platform, model: UpstreamModel, req:
   const actual = costOf(answer.promptTokens, model.price);
   try {
     if (p.config.EMBEDDINGS_CACHE) {
-      for (const r of answer.fresh) cache.hot.set(VectorCache.key(model.name, dims, r.hash), { vector: r.vector, tokens: r.tokens });
       await calls.finish({ model: model.name, dimensions: dims, rows: answer.fresh, settle: ledgerOps.settle(bill.payer, bill.cost, actual, consume) });
     } else await p.ledger.settle(bill.payer, bill.cost, actual, consume);
   } catch (err) {

@@ -353,16 +353,23 @@ describe('relaying to upstream channels', () => {
     });
   }
 
-  it('keeps hot vectors in memory: with its cache row gone, this process still answers a cached input without the upstream', async () => {
+  it('keeps an input asked for again in memory: with its cache row gone, this process still answers it without the upstream', async () => {
     await channel({ name: 'hot', base_url: upA.url, models: 'hot-model', price: 1 });
     const first = await v1(key).post('/v1/embeddings', { model: 'hot-model', input: 'hot input' });
     expect(first.status).toBe(200);
-    // Written to Postgres too (for the other processes), before the call was answered.
-    expect(await t.platform.db('embedding_cache').where({ model: 'hot-model' }).delete()).toBe(1);
+    // Seen once: in Postgres (written before the call was answered), not yet in memory.
+    const rows = await t.platform.db('embedding_cache').where({ model: 'hot-model' }).select('*');
+    expect(rows).toHaveLength(1);
+    await t.platform.db('embedding_cache').where({ model: 'hot-model' }).delete();
+    expect((await v1(key).post('/v1/embeddings', { model: 'hot-model', input: 'hot input' })).status).toBe(200);
+    expect(upA.calls).toHaveLength(2);
+    // Asked for a second time, it is read back from Postgres and kept in memory too.
+    expect((await v1(key).post('/v1/embeddings', { model: 'hot-model', input: 'hot input' })).status).toBe(200);
+    await t.platform.db('embedding_cache').where({ model: 'hot-model' }).delete();
     const again = await v1(key).post('/v1/embeddings', { model: 'hot-model', input: 'hot input' });
     expect(again.status).toBe(200);
     expect(again.body.data[0].embedding).toEqual(first.body.data[0].embedding);
-    expect(upA.calls).toHaveLength(1);
+    expect(upA.calls).toHaveLength(2);
   });
 
   it('counts tokens locally when the upstream reports no usage', async () => {
