@@ -101,7 +101,7 @@ const envSchema = z.object({
       return [...new Set(list)] as (typeof QUEUE_NAMES)[number][];
     }),
   CONTENT_CONCURRENCY: int(4, 1, 1000),
-  EMBEDDINGS_CONCURRENCY: int(4, 1, 1000),
+  EMBEDDINGS_CONCURRENCY: int(32, 1, 1000),
   MAIL_CONCURRENCY: int(32, 1, 1000),
   MAIL_USER_CONCURRENCY: int(4, 1, 1000),
   JOB_ATTEMPTS: int(5, 1, 100),
@@ -131,6 +131,7 @@ const envSchema = z.object({
   }),
   LOCAL_MODEL_PRICE: z.coerce.number().min(0).max(1e12).default(0),
   EMBEDDINGS_MAX_IN_FLIGHT: int(2, 1, 1000),
+  USE_LITE_MAX_IN_FLIGHT: int(64, 1, 1000),
   EMBEDDINGS_CACHE: bool(true),
   /** Each API process keeps the most used cached vectors (and their printed JSON) in this much memory. */
   EMBEDDINGS_MEMORY_CACHE_MB: int(16, 0, 4096),

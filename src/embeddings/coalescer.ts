@@ -26,18 +26,25 @@ const payloadSizeBound = (batch: Pending[]) =>
 
 /**
  * One job per request would cap the gateway at the queue's round-trip rate; one job per burst of
- * requests does not. The batching adapts to load: while fewer than EMBEDDINGS_MAX_IN_FLIGHT jobs
- * are out, calls go at once (after the current tick, so a burst travels together); when that many
- * are out, calls wait for one to come back and then leave together. Light load gets the lowest
- * latency, heavy load the biggest jobs. Upstream calls never come here: the API relays them itself
- * (relayCall in generate.ts).
+ * requests does not. The batching adapts to load: while fewer than `maxInFlight` jobs are out, calls
+ * go at once (after the current tick, so a burst travels together); when that many are out, calls
+ * wait for one to come back and then leave together. Light load gets the lowest latency, heavy load
+ * the biggest jobs. For local-hash-v1, whose vectors cost less than the queue's round trip, a few
+ * jobs out (EMBEDDINGS_MAX_IN_FLIGHT) make the biggest jobs. For use-lite, whose model is the cost,
+ * many (USE_LITE_MAX_IN_FLIGHT): the worker's model batcher groups what it holds while its model is
+ * busy, and it can only group what it has been sent. Upstream calls never come here: the API relays
+ * them itself (upstream.ts).
  */
 export class EmbeddingsCoalescer {
   private pending: Pending[] = [];
   private inFlight = 0;
   private scheduled = false;
 
-  constructor(private readonly p: Platform) {}
+  constructor(
+    private readonly p: Platform,
+    /** Jobs kept out at once: EMBEDDINGS_MAX_IN_FLIGHT (local-hash-v1) or USE_LITE_MAX_IN_FLIGHT. */
+    private readonly maxInFlight: number,
+  ) {}
 
   submit(req: GenerationRequest): Promise<GenerationOutcome> {
     return new Promise((resolve, reject) => {
@@ -53,7 +60,7 @@ export class EmbeddingsCoalescer {
   }
 
   private pump() {
-    while (this.pending.length && this.inFlight < this.p.config.EMBEDDINGS_MAX_IN_FLIGHT) {
+    while (this.pending.length && this.inFlight < this.maxInFlight) {
       const batch: Pending[] = [];
       let inputs = 0;
       let floats = 0;

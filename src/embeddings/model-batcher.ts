@@ -23,6 +23,7 @@ export class ModelBatcher {
   private queued = 0;
   private busy = false;
   private timer?: NodeJS.Timeout;
+  private immediate?: NodeJS.Immediate;
   /** Model calls made and texts embedded, for tests and metrics. */
   calls = 0;
   texts = 0;
@@ -30,7 +31,7 @@ export class ModelBatcher {
   constructor(
     private readonly model: () => Promise<BatchModel>,
     private readonly maxTexts = 256,
-    private readonly maxWaitMs = 1,
+    private readonly maxWaitMs = 0,
   ) {}
 
   embed(texts: readonly string[]): Promise<Float32Array[]> {
@@ -47,6 +48,13 @@ export class ModelBatcher {
       clearTimeout(this.timer);
       this.timer = undefined;
       void this.run();
+    } else if (this.maxWaitMs <= 0) {
+      // No waiting for company: what arrived in this turn of the event loop goes now, together.
+      if (this.immediate) return;
+      this.immediate = setImmediate(() => {
+        this.immediate = undefined;
+        void this.run();
+      });
     } else
       this.timer ??= setTimeout(() => {
         this.timer = undefined;

@@ -12,6 +12,7 @@ import { float32ArrayToJsonBytes, float32View } from './float32.js';
 import { billedUpstreamCall, type UpstreamVectors, vectorCache } from './upstream.js';
 import type { HotVectors } from './store.js';
 import { costOf, LOCAL_MODELS, resolveModel } from './models.js';
+import { LOCAL_HASH_MODEL } from './local-hash.js';
 import { embeddingsBody, embeddingsResponseView, floatsBoundError, MAX_INPUT_TOKENS, MAX_REQUEST_TOKENS, parseEmbeddingsRequest } from './schema.js';
 import { countWithin } from './tokenizer.js';
 import { loadUseLiteTokenizer, USE_LITE_MODEL } from './use-lite-text.js';
@@ -20,7 +21,10 @@ const CREATED = 1_767_225_600; // 2026-01-01, the "created" of the built-in mode
 
 export function embeddingsRouter(p: Platform): ApiRouter {
   const router = new ApiRouter('Embeddings');
-  const coalescer = new EmbeddingsCoalescer(p);
+  const coalescers = {
+    [LOCAL_HASH_MODEL]: new EmbeddingsCoalescer(p, p.config.EMBEDDINGS_MAX_IN_FLIGHT),
+    [USE_LITE_MODEL]: new EmbeddingsCoalescer(p, p.config.USE_LITE_MAX_IN_FLIGHT),
+  };
   const hot = vectorCache(p).hot;
 
   async function embeddings(ctx: Context) {
@@ -99,7 +103,7 @@ export function embeddingsRouter(p: Platform): ApiRouter {
       // Models computed here go to the workers, gathered into jobs. Reserve what the call will cost first; settle once the usage is known.
       assertTaken(await p.ledger.reserve(payer, cost), cost);
       try {
-        const done = await coalescer.submit(call);
+        const done = await coalescers[model.name as keyof typeof coalescers].submit(call);
         if (!done.ok) throw AppError.fromJSON(done.error);
         outcome = { vectors: done.vectors.map((v) => ({ vector: Buffer.from(v, 'base64'), tokens: 0 })), promptTokens: done.promptTokens };
       } catch (err) {
