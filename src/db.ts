@@ -145,3 +145,27 @@ export function escapeLike(s: string): string {
  * key (npm run bench).
  */
 export const NO_FLUSH = "set_config('synchronous_commit', 'off', true)";
+
+const positional = new Map<string, string>();
+
+/**
+ * A statement run on a pooled connection without Knex's query builder and runner — about 120 µs of CPU
+ * less a statement (measured: 209 against 91 µs for a one-parameter query), which mattered for the few
+ * statements every priced call makes (src/accounts/ledger.ts, src/embeddings/calls.ts). `sql` takes `?`
+ * placeholders, as db.raw does, and must have no other `?`. Embedded PGlite goes through db.raw.
+ */
+export async function rawFast<R>(db: Db, sql: string, bindings: unknown[]): Promise<{ rows: R[] }> {
+  if (isEmbedded(db)) return db.raw<{ rows: R[] }>(sql, bindings as Knex.RawBinding[]);
+  let text = positional.get(sql);
+  if (text === undefined) {
+    let n = 0;
+    text = sql.replace(/\?/g, () => `$${++n}`);
+    positional.set(sql, text);
+  }
+  const conn = (await db.client.acquireConnection()) as pg.PoolClient;
+  try {
+    return await conn.query<R & pg.QueryResultRow>(text, bindings);
+  } finally {
+    await db.client.releaseConnection(conn);
+  }
+}

@@ -1,5 +1,5 @@
 // Quota: reservations, charges, settlements and refunds, each with its log row, many calls to a round trip.
-import { type Db, isDbUnavailable } from '../db.js';
+import { type Db, isDbUnavailable, rawFast } from '../db.js';
 import { AppError } from '../errors.js';
 import { Batcher } from '../batcher.js';
 import type { LogEntry } from '../logs/schema.js';
@@ -79,7 +79,7 @@ export class QuotaLedger {
   }
 
   private async apply(db: Db, ops: LedgerOp[]): Promise<Taken[]> {
-    const { rows } = await db.raw<{ rows: LedgerAnswer[] }>('select op, outcome, left_amount from switchyard_ledger(?::jsonb)', [
+    const { rows } = await rawFast<LedgerAnswer>(db, 'select op, outcome, left_amount from switchyard_ledger(?::jsonb)', [
       JSON.stringify(ops.map(encodeLedgerOp)),
     ]);
     const out: Taken[] = ops.map(() => ({ ok: true }));

@@ -1,6 +1,6 @@
 // An upstream call's two round trips to Postgres, each shared by the calls that make it at the same time:
 // begin (what the cache has, and the charge or the reservation) and finish (the new vectors, and the settlement).
-import { type Db, isDbUnavailable } from '../db.js';
+import { type Db, isDbUnavailable, rawFast } from '../db.js';
 import { Batcher } from '../batcher.js';
 import { encodeLedgerOp, type LedgerAnswer, type LedgerOp, type Taken, takenOf } from '../accounts/ledger.js';
 import type { CachedVector } from './store.js';
@@ -73,13 +73,11 @@ async function round(db: Db, items: Round[]): Promise<RoundAnswer[]> {
       settles.push(encodeLedgerOp(c.settle, i));
     }
   });
-  const { rows: answers } = await db.raw<{
-    rows: ({ i: number; hash: string | null; vec: Buffer | Uint8Array | null; toks: number | null } & Partial<LedgerAnswer>)[];
-  }>('select i, hash, vec, toks, outcome, left_amount from switchyard_embeddings_round(?::jsonb, ?::jsonb, ?::jsonb)', [
-    JSON.stringify(rows),
-    JSON.stringify(begins),
-    JSON.stringify(settles),
-  ]);
+  const { rows: answers } = await rawFast<{ i: number; hash: string | null; vec: Buffer | Uint8Array | null; toks: number | null } & Partial<LedgerAnswer>>(
+    db,
+    'select i, hash, vec, toks, outcome, left_amount from switchyard_embeddings_round(?::jsonb, ?::jsonb, ?::jsonb)',
+    [JSON.stringify(rows), JSON.stringify(begins), JSON.stringify(settles)],
+  );
   const out: RoundAnswer[] = items.map((item) => ('begin' in item ? { found: new Map(), charged: false, taken: { ok: true } } : { ok: true }));
   for (const a of answers) {
     const o = out[a.i]!;

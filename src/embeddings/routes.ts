@@ -95,37 +95,39 @@ export function embeddingsRouter(p: Platform): ApiRouter {
         cacheHit: model.kind === 'upstream' && o.channelId === undefined,
       });
 
-    let outcome: Answer;
+    const base64 = req.encodingFormat === 'base64';
+    ctx.type = 'application/json';
     if (model.kind === 'upstream') {
       // Upstream calls are relayed by this process, and paid for with the cache's round trips (upstream.ts).
-      outcome = await billedUpstreamCall(p, model, call, { payer, cost, consume: consumeOf, failure: (err) => errorEntry(logCall, err) });
-    } else {
-      // Models computed here go to the workers, gathered into jobs. Reserve what the call will cost first; settle once the usage is known.
-      assertTaken(await p.ledger.reserve(payer, cost), cost);
+      const bill = { payer, cost, consume: consumeOf, failure: (err: unknown) => errorEntry(logCall, err) };
+      ctx.body = await billedUpstreamCall(p, model, call, bill, (answer) => responseJson(req.model, answer, base64, hot));
+      return;
+    }
+    // Models computed here go to the workers, gathered into jobs. Reserve what the call will cost first; settle once the usage is known.
+    let outcome: Answer;
+    assertTaken(await p.ledger.reserve(payer, cost), cost);
+    try {
+      const done = await coalescers[model.name as keyof typeof coalescers].submit(call);
+      if (!done.ok) throw AppError.fromJSON(done.error);
+      outcome = { vectors: done.vectors.map((v) => ({ vector: Buffer.from(v, 'base64'), tokens: 0 })), promptTokens: done.promptTokens };
+    } catch (err) {
+      // The refund and the call's error row (type 5) in one statement.
+      await p.ledger.refund(payer, cost, errorEntry(logCall, err)).catch((e) => ctx.state.log?.error({ err: e }, 'quota refund failed'));
+      throw err;
+    }
+    // The consume row: written with the charge; free local calls aggregated per minute.
+    const consume = consumeOf(outcome);
+    if (cost > 0 || model.price > 0) {
       try {
-        const done = await coalescers[model.name as keyof typeof coalescers].submit(call);
-        if (!done.ok) throw AppError.fromJSON(done.error);
-        outcome = { vectors: done.vectors.map((v) => ({ vector: Buffer.from(v, 'base64'), tokens: 0 })), promptTokens: done.promptTokens };
+        await p.ledger.settle(payer, cost, consume.quota ?? 0, consume);
       } catch (err) {
-        // The refund and the call's error row (type 5) in one statement.
+        // Neither the charge nor its row was written: the reservation goes back, with an error row.
         await p.ledger.refund(payer, cost, errorEntry(logCall, err)).catch((e) => ctx.state.log?.error({ err: e }, 'quota refund failed'));
         throw err;
       }
-      // The consume row: written with the charge; free local calls aggregated per minute.
-      const consume = consumeOf(outcome);
-      if (cost > 0 || model.price > 0) {
-        try {
-          await p.ledger.settle(payer, cost, consume.quota ?? 0, consume);
-        } catch (err) {
-          // Neither the charge nor its row was written: the reservation goes back, with an error row.
-          await p.ledger.refund(payer, cost, errorEntry(logCall, err)).catch((e) => ctx.state.log?.error({ err: e }, 'quota refund failed'));
-          throw err;
-        }
-      } else p.usage.record(principal.user.id, token.id, consume);
-    }
+    } else p.usage.record(principal.user.id, token.id, consume);
 
-    ctx.type = 'application/json';
-    ctx.body = responseJson(req.model, outcome, req.encodingFormat === 'base64', hot);
+    ctx.body = responseJson(req.model, outcome, base64, hot);
   }
 
   const create = {

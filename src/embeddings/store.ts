@@ -1,6 +1,6 @@
 // The embeddings cache: vectors by (model, dimensions, sha256(input)), so an input never goes upstream twice.
 // Postgres holds every vector; each API process keeps its most used ones in memory, printed as well.
-import { type Db, isDbUnavailable } from '../db.js';
+import { type Db, isDbUnavailable, rawFast } from '../db.js';
 import { Batcher } from '../batcher.js';
 
 export interface CachedVector {
@@ -142,7 +142,8 @@ async function readBatch(db: Db, lookups: Lookup[]): Promise<Map<string, CachedV
       const { model, dimensions } = group[0]!;
       const hashes = [...new Set(group.flatMap((l) => l.hashes))];
       // Hashes are hex: the array literal needs no quoting (and works the same on PGlite as on node-postgres).
-      const { rows } = await db.raw<{ rows: { hash: string; vec: Buffer | Uint8Array; toks: number }[] }>(
+      const { rows } = await rawFast<{ hash: string; vec: Buffer | Uint8Array; toks: number }>(
+        db,
         'select hash, vec, toks from switchyard_cache_read(?, ?, ?::text[])',
         [model, dimensions, `{${hashes.filter((h) => /^[0-9a-f]{64}$/.test(h)).join(',')}}`],
       );
@@ -157,6 +158,6 @@ async function readBatch(db: Db, lookups: Lookup[]): Promise<Map<string, CachedV
 
 async function writeBatch(db: Db, batch: NewVectors[]): Promise<undefined[]> {
   const rows = batch.flatMap((b) => b.rows.map((r) => ({ m: b.model, d: b.dimensions, h: r.hash, v: r.vector.toString('base64'), t: r.tokens })));
-  await db.raw('select switchyard_cache_write(?::jsonb)', [JSON.stringify(rows)]);
+  await rawFast(db, 'select switchyard_cache_write(?::jsonb)', [JSON.stringify(rows)]);
   return batch.map(() => undefined);
 }

@@ -118,7 +118,14 @@ export interface Bill {
  * memory), else reserved, relayed (relayCall) and settled in the statement that caches the new
  * vectors. A failed call gives its reservation back with its error row.
  */
-export async function billedUpstreamCall(p: Platform, model: UpstreamModel, req: GenerationRequest, bill: Bill): Promise<UpstreamVectors> {
+export async function billedUpstreamCall<T>(
+  p: Platform,
+  model: UpstreamModel,
+  req: GenerationRequest,
+  bill: Bill,
+  /** Makes the response; it runs while the statement that charges the call is out, and is answered once that has committed. */
+  render: (answer: UpstreamVectors) => T,
+): Promise<T> {
   const { cache, calls } = state(p);
   const dims = dimsKey(req);
   const hashes = req.inputs.map((text) => sha256Hex(text));
@@ -143,8 +150,10 @@ export async function billedUpstreamCall(p: Platform, model: UpstreamModel, req:
   if (p.config.EMBEDDINGS_CACHE && cold.length === 0) {
     // All in this process's memory: charged in one statement (the ledger's).
     const answer = cachedAnswer();
-    assertTaken(await p.ledger.charge(bill.payer, hitCost, bill.consume(answer)), hitCost);
-    return answer;
+    const charged = p.ledger.charge(bill.payer, hitCost, bill.consume(answer));
+    const response = render(answer);
+    assertTaken(await charged, hitCost);
+    return response;
   }
   if (p.config.EMBEDDINGS_CACHE) {
     const begun = await calls.begin({
@@ -160,7 +169,7 @@ export async function billedUpstreamCall(p: Platform, model: UpstreamModel, req:
     }
     if (begun.charged) {
       assertTaken(begun.taken, hitCost);
-      return cachedAnswer();
+      return render(cachedAnswer());
     }
     assertTaken(begun.taken, bill.cost);
   } else assertTaken(await p.ledger.reserve(bill.payer, bill.cost), bill.cost);
@@ -175,16 +184,21 @@ export async function billedUpstreamCall(p: Platform, model: UpstreamModel, req:
   }
   const consume = bill.consume(answer);
   const actual = costOf(answer.promptTokens, model.price);
+  const settled = p.config.EMBEDDINGS_CACHE
+    ? calls.finish({ model: model.name, dimensions: dims, rows: answer.fresh, settle: ledgerOps.settle(bill.payer, bill.cost, actual, consume) })
+    : p.ledger.settle(bill.payer, bill.cost, actual, consume);
+  // Printing the vectors overlaps the statement's round trip; nothing is answered before it commits.
+  let response: T;
   try {
-    if (p.config.EMBEDDINGS_CACHE) {
-      await calls.finish({ model: model.name, dimensions: dims, rows: answer.fresh, settle: ledgerOps.settle(bill.payer, bill.cost, actual, consume) });
-    } else await p.ledger.settle(bill.payer, bill.cost, actual, consume);
-  } catch (err) {
-    // Neither the charge nor its row was written: the reservation goes back, with an error row.
-    await p.ledger.refund(bill.payer, bill.cost, bill.failure(err)).catch((e) => p.log.error({ err: e }, 'quota refund failed'));
-    throw err;
+    response = render(answer);
+  } finally {
+    await settled.catch(async (err) => {
+      // Neither the charge nor its row was written: the reservation goes back, with an error row.
+      await p.ledger.refund(bill.payer, bill.cost, bill.failure(err)).catch((e) => p.log.error({ err: e }, 'quota refund failed'));
+      throw err;
+    });
   }
-  return answer;
+  return response;
 }
 
 const RELAY_ATTEMPTS = 3;
