@@ -1,19 +1,36 @@
 // The quota ledger in one round trip for many calls: a function that applies a batch of reservations, charges,
-// settlements and refunds, and writes the log rows of those that took effect (src/accounts/ledger.ts).
+// settlements and refunds, and writes the log rows of those that took effect (src/accounts/ledger.ts); the
+// reservations it holds until their calls settle, and the sweep that returns those whose process died.
 import type { Knex } from 'knex';
 import * as m008 from './008_quota_functions.js';
 
 export async function up(knex: Knex): Promise<void> {
-  // p_ops is a JSON array of operations, each {i, k, u, t, l, a, c, log}: i its place in the batch, k its kind,
-  // u the user, t the API key (l: the key has a limited remain_quota), a the amount (reserved, or charged),
-  // c the actual cost (settle), log the row to write when the operation takes effect (columns of logs).
+  // A reservation taken and not yet settled or refunded. Its process settles it (or refunds it) when its call
+  // ends; one that outlives expires_at belonged to a process that died mid-call, and the sweep gives it back.
+  await knex.raw(`
+    create table quota_reservations (
+      id uuid primary key,
+      user_id integer not null,
+      token_id integer,
+      limited boolean not null,
+      amount bigint not null,
+      expires_at bigint not null
+    )`);
+  await knex.raw('create index quota_reservations_expiry on quota_reservations (expires_at)');
+
+  // p_ops is a JSON array of operations, each {i, k, u, t, l, a, c, r, x, log}: i its place in the batch, k its
+  // kind, u the user, t the API key (l: the key has a limited remain_quota), a the amount (reserved, or
+  // charged), c the actual cost (settle), r the reservation's id (reserve, settle, refund), x when an unsettled
+  // reservation is given back (reserve; Unix seconds), log the row to write when the operation takes effect.
   //
   // - reserve: takes a from the user and, for a limited key, from the key: both or neither (conditional
-  //   UPDATEs, so concurrent calls never take a balance below zero); a shortfall answers which and what is left.
+  //   UPDATEs, so concurrent calls never take a balance below zero); a shortfall answers which and what is
+  //   left. The reservation is recorded (quota_reservations) until its call settles or refunds it.
   // - charge: a reservation and its settlement at once, for a cost known in advance, with its log row.
   // - settle: a reservation's real cost: gives back (or takes, never below zero) the difference, counts the
-  //   spend in used_quota and request_count, and writes the call's log row.
-  // - refund: gives a reservation back, with the call's error row.
+  //   spend in used_quota and request_count, and writes the call's log row. A reservation the sweep has
+  //   already given back is charged in full.
+  // - refund: gives a reservation back (unless the sweep already did), with the call's error row.
   //
   // The operations run in (user, key) order, whatever their order in the batch, so two batches never wait
   // for each other's rows in a cycle. All of it is one statement: one transaction, committed without
@@ -27,11 +44,11 @@ export async function up(knex: Knex): Promise<void> {
       o record;
       v_now bigint := extract(epoch from now())::bigint;
       v_logs jsonb := '[]';
-      v_log jsonb;
+      v_held bigint;
     begin
       perform set_config('synchronous_commit', 'off', true);
       for o in
-        select * from jsonb_to_recordset(p_ops) as x(i integer, k text, u integer, t integer, l boolean, a bigint, c bigint, log jsonb)
+        select * from jsonb_to_recordset(p_ops) as x(i integer, k text, u integer, t integer, l boolean, a bigint, c bigint, r uuid, x bigint, log jsonb)
         order by x.u, x.t nulls first, x.i
       loop
         op := o.i;
@@ -63,21 +80,35 @@ export async function up(knex: Knex): Promise<void> {
               left_amount := coalesce((select remain_quota from tokens where id = o.t), 0);
             end if;
           end if;
+          if outcome = 'ok' and o.k = 'reserve' and o.r is not null then
+            insert into quota_reservations (id, user_id, token_id, limited, amount, expires_at) values (o.r, o.u, o.t, o.l, o.a, o.x);
+          end if;
         elsif o.k = 'settle' then
-          update users set quota = greatest(quota - (o.c - o.a), 0), used_quota = used_quota + o.c, request_count = request_count + 1
+          -- What is still held for the call: the reservation, or nothing if the sweep gave it back.
+          v_held := o.a;
+          if o.r is not null then
+            delete from quota_reservations where id = o.r returning amount into v_held;
+            v_held := coalesce(v_held, 0);
+          end if;
+          update users set quota = greatest(quota - (o.c - v_held), 0), used_quota = used_quota + o.c, request_count = request_count + 1
           where id = o.u;
           if o.t is not null then
             update tokens set
               used_quota = used_quota + o.c,
               accessed_time = v_now,
-              remain_quota = case when o.l then greatest(remain_quota - (o.c - o.a), 0) else remain_quota end
+              remain_quota = case when o.l then greatest(remain_quota - (o.c - v_held), 0) else remain_quota end
             where id = o.t;
           end if;
         elsif o.k = 'refund' then
-          if o.a > 0 then
-            update users set quota = quota + o.a where id = o.u;
+          v_held := o.a;
+          if o.r is not null then
+            delete from quota_reservations where id = o.r returning amount into v_held;
+            v_held := coalesce(v_held, 0);
+          end if;
+          if v_held > 0 then
+            update users set quota = quota + v_held where id = o.u;
             if o.t is not null and o.l then
-              update tokens set remain_quota = remain_quota + o.a where id = o.t;
+              update tokens set remain_quota = remain_quota + v_held where id = o.t;
             end if;
           end if;
         else
@@ -100,11 +131,44 @@ export async function up(knex: Knex): Promise<void> {
     $$`);
   // Its statements' plans do not depend on the values: planned once per connection, not once per call.
   await knex.raw('alter function switchyard_ledger(jsonb) set plan_cache_mode = force_generic_plan');
-  // 008's single reservation is replaced by this.
+
+  // Gives back up to p_limit reservations past their expiry (their process died before settling them), each
+  // with an error row (type 5) on its user saying so; several sweepers at once take different rows. Answers
+  // how many it returned.
+  await knex.raw(`
+    create function switchyard_sweep_reservations(p_now bigint, p_limit integer)
+    returns integer
+    language plpgsql as $$
+    declare
+      v record;
+      v_count integer := 0;
+    begin
+      for v in
+        delete from quota_reservations
+        where id in (select id from quota_reservations where expires_at <= p_now order by expires_at limit p_limit for update skip locked)
+        returning *
+      loop
+        update users set quota = quota + v.amount where id = v.user_id;
+        if v.token_id is not null and v.limited then
+          update tokens set remain_quota = remain_quota + v.amount where id = v.token_id;
+        end if;
+        insert into logs (created_at, type, user_id, username, token_id, token_name, content)
+        select p_now, 5, v.user_id, coalesce((select username from users where id = v.user_id), ''), v.token_id,
+               coalesce((select name from tokens where id = v.token_id), ''),
+               'A call stopped before it was settled (its API process ended): the ' || v.amount || ' quota reserved for it was given back';
+        v_count := v_count + 1;
+      end loop;
+      return v_count;
+    end
+    $$`);
+
+  // 008's single reservation is replaced by these.
   await knex.raw('drop function switchyard_reserve_quota(integer, integer, bigint)');
 }
 
 export async function down(knex: Knex): Promise<void> {
+  await knex.raw('drop function switchyard_sweep_reservations(bigint, integer)');
   await knex.raw('drop function switchyard_ledger(jsonb)');
+  await knex.raw('drop table quota_reservations');
   await m008.up(knex);
 }

@@ -72,9 +72,10 @@ export async function createPlatform(config: Config, log: Logger, opts: Platform
     keys: redisKeys(config),
     channels: new ChannelDirectory(db),
     usage: new UsageRecorder(db, log),
-    ledger: new QuotaLedger(db),
+    ledger: new QuotaLedger(db, { reservationTtlMs: Math.max(config.QUOTA_RESERVATION_TTL_MS, config.SYNC_WAIT_MS + 5_000) }),
     async close() {
       unwatch();
+      platform.ledger.stopSweeping();
       await platform.usage.flush();
       await platform.channels.flushUsage().catch((err) => log.warn({ err }, 'could not write channel usage'));
       await jobs.close();

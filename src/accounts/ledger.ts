@@ -1,5 +1,7 @@
 // Quota: reservations, charges, settlements and refunds, each with its log row, many calls to a round trip.
+import { randomUUID } from 'node:crypto';
 import { type Db, isDbUnavailable, rawFast } from '../db.js';
+import type { Logger } from '../log.js';
 import { AppError } from '../errors.js';
 import { Batcher } from '../batcher.js';
 import type { LogEntry } from '../logs/schema.js';
@@ -14,6 +16,15 @@ export interface Payer {
 export type QuotaShortfall = { ok: false; which: 'user' | 'token'; left: number };
 export type Taken = { ok: true } | QuotaShortfall;
 
+/** Quota held for a call until it settles or refunds it: nothing (`id` null) when the call costs nothing. */
+export interface Reservation {
+  payer: Payer;
+  amount: number;
+  id: string | null;
+}
+
+export type Reserved = { ok: true; reservation: Reservation } | QuotaShortfall;
+
 /** One movement of quota, as switchyard_ledger (migration 009) takes it. */
 export interface LedgerOp {
   k: 'reserve' | 'charge' | 'settle' | 'refund';
@@ -22,6 +33,9 @@ export interface LedgerOp {
   amount: number;
   /** settle: the real cost. */
   actual?: number;
+  /** reserve, settle, refund: the reservation's id (reserve: and when the sweep gives it back, Unix seconds). */
+  reservation?: string | null;
+  expiresAt?: number;
   /** The row written when the operation takes effect (in the same transaction). */
   log?: LogEntry;
 }
@@ -32,11 +46,19 @@ export interface LedgerAnswer {
   left_amount: number | string;
 }
 
+/** How often an API process gives back the reservations of calls whose process died (switchyard_sweep_reservations). */
+const SWEEP_EVERY_MS = 30_000;
+
 /**
  * The one way quota moves for calls. Every operation is atomic on its own: a reservation or a
  * charge takes from the user and, for a limited key, from the key too, both or neither, and never
  * below zero however many calls race for the same balance; a settlement or a charge commits with
  * its consume row, a refund with its error row, or neither does.
+ *
+ * A reservation is recorded with the balances it took from (quota_reservations) until its call
+ * settles or refunds it. If the process making the call dies first, the reservation outlives its
+ * expiry (`reservationTtlMs`, longer than any call may last) and a sweep run by every API process
+ * gives it back with an error row: no quota stays taken without a row that says why.
  *
  * Operations asked for while a round trip is out go together in the next one, as one statement
  * (migration 009's switchyard_ledger): a busy API process makes one round trip for many calls,
@@ -46,9 +68,17 @@ export interface LedgerAnswer {
  */
 export class QuotaLedger {
   private readonly batcher: Batcher<LedgerOp, Taken>;
+  private sweeping?: NodeJS.Timeout;
 
-  constructor(db: Db, opts = { maxBatch: 256, maxInFlight: 1 }) {
-    this.batcher = new Batcher((ops) => this.apply(db, ops), { ...opts, retryAlone: (err) => !isDbUnavailable(err) });
+  constructor(
+    private readonly db: Db,
+    private readonly opts: { reservationTtlMs: number; maxBatch?: number; maxInFlight?: number },
+  ) {
+    this.batcher = new Batcher((ops) => this.apply(ops), {
+      maxBatch: opts.maxBatch ?? 256,
+      maxInFlight: opts.maxInFlight ?? 1,
+      retryAlone: (err) => !isDbUnavailable(err),
+    });
   }
 
   /** Round trips made, operations carried, and operations run again alone after their batch failed. */
@@ -56,10 +86,19 @@ export class QuotaLedger {
     return { batches: this.batcher.batches, operations: this.batcher.items, retriedAlone: this.batcher.retriedAlone };
   }
 
-  /** Takes `amount` before a call whose cost is known only afterwards (settle or refund it). */
-  reserve(payer: Payer, amount: number): Promise<Taken> {
-    if (amount <= 0) return Promise.resolve({ ok: true });
-    return this.batcher.submit(ledgerOps.reserve(payer, amount));
+  /** A reservation of `amount` as an operation, for a statement that carries it with other work (src/embeddings/calls.ts). */
+  prepareReservation(payer: Payer, amount: number): { op: LedgerOp; reservation: Reservation } {
+    const reservation: Reservation = { payer, amount, id: amount > 0 ? randomUUID() : null };
+    const expiresAt = Math.ceil((Date.now() + this.opts.reservationTtlMs) / 1000);
+    return { op: { k: 'reserve', payer, amount, reservation: reservation.id, expiresAt }, reservation };
+  }
+
+  /** Takes `amount` before a call whose cost is known only afterwards (settle or refund the reservation). */
+  async reserve(payer: Payer, amount: number): Promise<Reserved> {
+    const { op, reservation } = this.prepareReservation(payer, amount);
+    if (amount <= 0) return { ok: true, reservation };
+    const taken = await this.batcher.submit(op);
+    return taken.ok ? { ok: true, reservation } : taken;
   }
 
   /** Takes a cost known in advance and counts the call, with its consume row: a reservation and its settlement at once. */
@@ -68,18 +107,39 @@ export class QuotaLedger {
   }
 
   /** A reservation's real cost: the difference goes back (or is taken, never below zero); the consume row is written with it. */
-  async settle(payer: Payer, reserved: number, actual: number, consume: LogEntry): Promise<void> {
-    await this.batcher.submit(ledgerOps.settle(payer, reserved, actual, consume));
+  async settle(reservation: Reservation, actual: number, consume: LogEntry): Promise<void> {
+    await this.batcher.submit(ledgerOps.settle(reservation, actual, consume));
   }
 
   /** Gives a whole reservation back (the call failed), with the call's error row when given. */
-  async refund(payer: Payer, reserved: number, failure?: LogEntry): Promise<void> {
-    if (reserved <= 0 && !failure) return;
-    await this.batcher.submit({ k: 'refund', payer, amount: Math.max(0, reserved), log: failure });
+  async refund(reservation: Reservation, failure?: LogEntry): Promise<void> {
+    if (reservation.amount <= 0 && !failure) return;
+    await this.batcher.submit({ k: 'refund', payer: reservation.payer, amount: Math.max(0, reservation.amount), reservation: reservation.id, log: failure });
   }
 
-  private async apply(db: Db, ops: LedgerOp[]): Promise<Taken[]> {
-    const { rows } = await rawFast<LedgerAnswer>(db, 'select op, outcome, left_amount from switchyard_ledger(?::jsonb)', [
+  /** Gives back the reservations past their expiry now (up to `limit`); answers how many. */
+  async sweep(limit = 500): Promise<number> {
+    const { rows } = await rawFast<{ n: number }>(this.db, 'select switchyard_sweep_reservations(?, ?) as n', [Math.floor(Date.now() / 1000), limit]);
+    return rows[0]?.n ?? 0;
+  }
+
+  /** Sweeps every 30 s from now on (API processes); idempotent. */
+  startSweeping(log: Logger): void {
+    this.sweeping ??= setInterval(() => {
+      this.sweep().then(
+        (n) => n && log.warn({ returned: n }, 'gave back quota reservations of calls whose process stopped'),
+        (err) => log.warn({ err }, 'could not sweep quota reservations; trying again in 30 s'),
+      );
+    }, SWEEP_EVERY_MS).unref();
+  }
+
+  stopSweeping(): void {
+    clearInterval(this.sweeping);
+    this.sweeping = undefined;
+  }
+
+  private async apply(ops: LedgerOp[]): Promise<Taken[]> {
+    const { rows } = await rawFast<LedgerAnswer>(this.db, 'select op, outcome, left_amount from switchyard_ledger(?::jsonb)', [
       JSON.stringify(ops.map(encodeLedgerOp)),
     ]);
     const out: Taken[] = ops.map(() => ({ ok: true }));
@@ -90,18 +150,18 @@ export class QuotaLedger {
 
 /** The operations, for statements that carry them with other work (src/embeddings/calls.ts). */
 export const ledgerOps = {
-  reserve: (payer: Payer, amount: number): LedgerOp => ({ k: 'reserve', payer, amount }),
   charge: (payer: Payer, amount: number, consume: LogEntry): LedgerOp => ({
     k: 'charge',
     payer,
     amount: Math.max(0, amount),
     log: { ...consume, quota: Math.max(0, amount) },
   }),
-  settle: (payer: Payer, reserved: number, actual: number, consume: LogEntry): LedgerOp => ({
+  settle: (reservation: Reservation, actual: number, consume: LogEntry): LedgerOp => ({
     k: 'settle',
-    payer,
-    amount: reserved,
+    payer: reservation.payer,
+    amount: reservation.amount,
     actual,
+    reservation: reservation.id,
     log: { ...consume, quota: actual },
   }),
 };
@@ -116,6 +176,8 @@ export function encodeLedgerOp(o: LedgerOp, i: number) {
     l: o.payer.token ? !o.payer.token.unlimited : false,
     a: Math.round(o.amount),
     c: Math.round(o.actual ?? 0),
+    r: o.reservation ?? null,
+    x: o.expiresAt ?? null,
     log: o.log ? logRecord(o.log) : null,
   };
 }

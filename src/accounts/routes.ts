@@ -19,6 +19,8 @@ import { insertLogs } from '../logs/store.js';
 
 export function accountsRouter(p: Platform): ApiRouter {
   const router = new ApiRouter('Users');
+  // API processes give back the quota reservations of calls whose process died (src/accounts/ledger.ts).
+  p.ledger.startSweeping(p.log);
   const oneUser = ok('envelope with the user', envelopeOf(schema.userView));
   const oneToken = ok('envelope with the token (key masked)', envelopeOf(schema.tokenView));
   const oneCode = ok('envelope with the code', envelopeOf(schema.redemptionView));

@@ -4,7 +4,7 @@ import type { Platform } from '../platform.js';
 import { authorizeApiKey } from '../http/auth.js';
 import { ApiRouter, ok, openaiError } from '../http/route.js';
 import { AppError, badRequest, forbidden, notFound } from '../errors.js';
-import { assertTaken } from '../accounts/ledger.js';
+import { assertTaken, type Reserved } from '../accounts/ledger.js';
 import { modelAllowed } from '../accounts/tokens.js';
 import { type CallInfo, consumeEntry, errorEntry } from '../logs/entries.js';
 import { EmbeddingsCoalescer } from './coalescer.js';
@@ -105,24 +105,26 @@ export function embeddingsRouter(p: Platform): ApiRouter {
     }
     // Models computed here go to the workers, gathered into jobs. Reserve what the call will cost first; settle once the usage is known.
     let outcome: Answer;
-    assertTaken(await p.ledger.reserve(payer, cost), cost);
+    const held = await p.ledger.reserve(payer, cost);
+    assertTaken(held, cost);
+    const reservation = (held as Extract<Reserved, { ok: true }>).reservation;
     try {
       const done = await coalescers[model.name as keyof typeof coalescers].submit(call);
       if (!done.ok) throw AppError.fromJSON(done.error);
       outcome = { vectors: done.vectors.map((v) => ({ vector: Buffer.from(v, 'base64'), tokens: 0 })), promptTokens: done.promptTokens };
     } catch (err) {
       // The refund and the call's error row (type 5) in one statement.
-      await p.ledger.refund(payer, cost, errorEntry(logCall, err)).catch((e) => ctx.state.log?.error({ err: e }, 'quota refund failed'));
+      await p.ledger.refund(reservation, errorEntry(logCall, err)).catch((e) => ctx.state.log?.error({ err: e }, 'quota refund failed'));
       throw err;
     }
     // The consume row: written with the charge; free local calls aggregated per minute.
     const consume = consumeOf(outcome);
     if (cost > 0 || model.price > 0) {
       try {
-        await p.ledger.settle(payer, cost, consume.quota ?? 0, consume);
+        await p.ledger.settle(reservation, consume.quota ?? 0, consume);
       } catch (err) {
         // Neither the charge nor its row was written: the reservation goes back, with an error row.
-        await p.ledger.refund(payer, cost, errorEntry(logCall, err)).catch((e) => ctx.state.log?.error({ err: e }, 'quota refund failed'));
+        await p.ledger.refund(reservation, errorEntry(logCall, err)).catch((e) => ctx.state.log?.error({ err: e }, 'quota refund failed'));
         throw err;
       }
     } else p.usage.record(principal.user.id, token.id, consume);

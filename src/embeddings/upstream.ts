@@ -2,7 +2,7 @@
 import type { Platform } from '../platform.js';
 import { sha256Hex } from '../secrets.js';
 import { toAppError } from '../errors.js';
-import { assertTaken, ledgerOps, type Payer } from '../accounts/ledger.js';
+import { assertTaken, ledgerOps, type Payer, type Reservation, type Reserved } from '../accounts/ledger.js';
 import type { LogEntry } from '../logs/schema.js';
 import { costOf, type ResolvedModel } from './models.js';
 import { relayEmbeddings, relayTimedOut } from './relay.js';
@@ -155,13 +155,16 @@ export async function billedUpstreamCall<T>(
     assertTaken(await charged, hitCost);
     return response;
   }
+  let reservation: Reservation;
   if (p.config.EMBEDDINGS_CACHE) {
+    const held = p.ledger.prepareReservation(bill.payer, bill.cost);
+    reservation = held.reservation;
     const begun = await calls.begin({
       model: model.name,
       dimensions: dims,
       hashes: cold,
       charge: ledgerOps.charge(bill.payer, hitCost, bill.consume({ promptTokens: sum(req.tokens) })),
-      reserve: bill.cost > 0 ? ledgerOps.reserve(bill.payer, bill.cost) : null,
+      reserve: bill.cost > 0 ? held.op : null,
     });
     for (const [h, v] of begun.found) {
       cache.hot.set(VectorCache.key(model.name, dims, h), v);
@@ -172,21 +175,25 @@ export async function billedUpstreamCall<T>(
       return render(cachedAnswer());
     }
     assertTaken(begun.taken, bill.cost);
-  } else assertTaken(await p.ledger.reserve(bill.payer, bill.cost), bill.cost);
+  } else {
+    const held = await p.ledger.reserve(bill.payer, bill.cost);
+    assertTaken(held, bill.cost);
+    reservation = (held as Extract<Reserved, { ok: true }>).reservation;
+  }
 
   let answer: UpstreamVectors;
   try {
     answer = await relayCall(p, model, req, p.config.SYNC_WAIT_MS, { hashes, found });
   } catch (err) {
     // The refund and the call's error row (type 5) in one statement.
-    await p.ledger.refund(bill.payer, bill.cost, bill.failure(err)).catch((e) => p.log.error({ err: e }, 'quota refund failed'));
+    await p.ledger.refund(reservation, bill.failure(err)).catch((e) => p.log.error({ err: e }, 'quota refund failed'));
     throw err;
   }
   const consume = bill.consume(answer);
   const actual = costOf(answer.promptTokens, model.price);
   const settled = p.config.EMBEDDINGS_CACHE
-    ? calls.finish({ model: model.name, dimensions: dims, rows: answer.fresh, settle: ledgerOps.settle(bill.payer, bill.cost, actual, consume) })
-    : p.ledger.settle(bill.payer, bill.cost, actual, consume);
+    ? calls.finish({ model: model.name, dimensions: dims, rows: answer.fresh, settle: ledgerOps.settle(reservation, actual, consume) })
+    : p.ledger.settle(reservation, actual, consume);
   // Printing the vectors overlaps the statement's round trip; nothing is answered before it commits.
   let response: T;
   try {
@@ -194,7 +201,7 @@ export async function billedUpstreamCall<T>(
   } finally {
     await settled.catch(async (err) => {
       // Neither the charge nor its row was written: the reservation goes back, with an error row.
-      await p.ledger.refund(bill.payer, bill.cost, bill.failure(err)).catch((e) => p.log.error({ err: e }, 'quota refund failed'));
+      await p.ledger.refund(reservation, bill.failure(err)).catch((e) => p.log.error({ err: e }, 'quota refund failed'));
       throw err;
     });
   }

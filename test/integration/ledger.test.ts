@@ -14,7 +14,7 @@ beforeAll(async () => {
   env = await createTestEnv();
   db = await createDb(parseConfig(env.env));
   await migrateLatest(db);
-  ledger = new QuotaLedger(db);
+  ledger = new QuotaLedger(db, { reservationTtlMs: 60_000 });
 });
 afterAll(async () => {
   await db?.destroy();
@@ -79,18 +79,40 @@ describe('QuotaLedger', () => {
 
   it('settles a reservation at its real cost (the difference goes back) and refunds a failed one with its error row', async () => {
     const p = await newPayer(100, { remain: 100 });
-    expect(await ledger.reserve(p, 50)).toEqual({ ok: true });
-    await ledger.settle(p, 50, 30, consume(p));
+    const first = await ledger.reserve(p, 50);
+    if (!first.ok) throw new Error('reserve failed');
+    expect(await db('quota_reservations').where({ user_id: p.userId }).select('amount')).toEqual([{ amount: 50 }]);
+    await ledger.settle(first.reservation, 30, consume(p));
     expect(await userRow(p)).toEqual({ quota: 70, used_quota: 30, request_count: 1 });
     expect(await db('tokens').where({ id: p.token!.id }).first('remain_quota', 'used_quota')).toEqual({ remain_quota: 70, used_quota: 30 });
-    expect(await ledger.reserve(p, 40)).toEqual({ ok: true });
-    await ledger.refund(p, 40, { type: LOG_TYPE.error, userId: p.userId, statusCode: 502, content: 'upstream failed' });
+    const second = await ledger.reserve(p, 40);
+    if (!second.ok) throw new Error('reserve failed');
+    await ledger.refund(second.reservation, { type: LOG_TYPE.error, userId: p.userId, statusCode: 502, content: 'upstream failed' });
+    expect(await db('quota_reservations').where({ user_id: p.userId })).toEqual([]);
     expect(await userRow(p)).toEqual({ quota: 70, used_quota: 30, request_count: 1 });
     const rows = await db('logs').where({ user_id: p.userId }).orderBy('id').select('type', 'quota', 'status_code');
     expect(rows).toEqual([
       { type: LOG_TYPE.consume, quota: 30, status_code: null },
       { type: LOG_TYPE.error, quota: 0, status_code: 502 },
     ]);
+  });
+
+  it('a reservation left by a call that never ended is given back once it expires, with an error row; settling it late charges in full', async () => {
+    const short = new QuotaLedger(db, { reservationTtlMs: 1_000 });
+    const p = await newPayer(100, { remain: 100 });
+    const held = await short.reserve(p, 40);
+    if (!held.ok) throw new Error('reserve failed');
+    expect(await short.sweep()).toBe(0); // not expired yet
+    await new Promise((r) => setTimeout(r, 2_100));
+    expect(await short.sweep()).toBe(1);
+    expect(await userRow(p)).toEqual({ quota: 100, used_quota: 0, request_count: 0 });
+    expect((await db('tokens').where({ id: p.token!.id }).first('remain_quota')).remain_quota).toBe(100);
+    const rows = await db('logs').where({ user_id: p.userId }).select('type', 'token_id', 'content');
+    expect(rows).toEqual([{ type: LOG_TYPE.error, token_id: p.token!.id, content: expect.stringMatching(/40 quota reserved for it was given back/) }]);
+    // The call's process was not dead after all: its settlement takes the whole cost, nothing is given back twice.
+    await short.settle(held.reservation, 30, consume(p));
+    expect(await userRow(p)).toEqual({ quota: 70, used_quota: 30, request_count: 1 });
+    expect((await db('tokens').where({ id: p.token!.id }).first('remain_quota')).remain_quota).toBe(70);
   });
 
   it('one operation whose row is refused fails alone: the others of its batch go through', async () => {
@@ -114,7 +136,7 @@ describe('QuotaLedger', () => {
   it('two processes charging the same users in opposite orders never deadlock, and every charge is counted once', async () => {
     const other = await createDb(parseConfig(env.env));
     try {
-      const second = new QuotaLedger(other);
+      const second = new QuotaLedger(other, { reservationTtlMs: 60_000 });
       const a = await newPayer(1_000_000, 'unlimited');
       const b = await newPayer(1_000_000, 'unlimited');
       const retriedBefore = ledger.stats.retriedAlone;

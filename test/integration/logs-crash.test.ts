@@ -64,11 +64,12 @@ async function ledger(ids: number[]) {
 }
 
 describe('an API process killed (SIGKILL) during a stream of priced calls', () => {
-  it("leaves each user's used_quota growth equal to the sum of their consume rows, and request_count to their count", async () => {
+  it("leaves each user's used_quota growth equal to the sum of their consume rows and request_count to their count; the reservations of the calls it cut off are given back once they expire, each with an error row", async () => {
     const payers = await Promise.all(['crash-a', 'crash-b', 'crash-c'].map((n) => payer(n, 1_000_000_000)));
     const ids = payers.map((p) => p.id);
     const before = await ledger(ids);
-    child = await spawnServer(['api'], t.testEnv.env);
+    // Reservations expire after max(QUOTA_RESERVATION_TTL_MS, SYNC_WAIT_MS + 5 s): 8 s here.
+    child = await spawnServer(['api'], { ...t.testEnv.env, SYNC_WAIT_MS: '3000', QUOTA_RESERVATION_TTL_MS: '1000' });
     const api = child;
 
     let ok = 0;
@@ -109,7 +110,26 @@ describe('an API process killed (SIGKILL) during a stream of priced calls', () =
     });
     // Every answered call was charged and logged (calls cut off by the kill may or may not have been).
     expect(rowsTotal).toBeGreaterThanOrEqual(ok);
-  });
+
+    // The calls the kill cut off between their reservation and its settlement left quota held, with no row yet.
+    const held = await t.platform.db('quota_reservations').whereIn('user_id', ids).select('user_id', 'amount');
+    after.forEach((a, i) => {
+      const heldForUser = held.filter((r) => r.user_id === a.id).reduce((n, r) => n + Number(r.amount), 0);
+      expect(before[i]!.quota - a.quota, `user ${a.id}: quota taken = consume rows + reservations held`).toBe(a.logged - before[i]!.logged + heldForUser);
+    });
+    // Once they expire, a sweep (every API process runs one every 30 s) gives them back, each with an error row.
+    await new Promise((r) => setTimeout(r, 9_000));
+    expect(await t.platform.ledger.sweep()).toBe(held.length);
+    const swept = await ledger(ids);
+    swept.forEach((a, i) => expect(before[i]!.quota - a.quota, `user ${a.id}: quota taken = consume rows`).toBe(a.logged - before[i]!.logged));
+    const returned = await t.platform
+      .db('logs')
+      .whereIn('user_id', ids)
+      .where('type', 5)
+      .where('content', 'like', 'A call stopped before it was settled%')
+      .count<{ n: string }[]>('* as n');
+    expect(Number(returned[0]!.n)).toBe(held.length);
+  }, 60_000);
 });
 
 describe('a charge whose consume row cannot be written', () => {

@@ -20,6 +20,7 @@ const TABLES = [
   'job_results',
   'logs',
   'job_owners',
+  'quota_reservations',
 ];
 
 const envs: TestEnv[] = [];
@@ -64,7 +65,13 @@ for (const embedded of [false, true]) {
         // The batched statements' functions, and only those (008's single reservation gave way to the ledger).
         const functions = async () =>
           (await db.raw("select proname from pg_proc where proname like 'switchyard%' order by proname")).rows.map((r: { proname: string }) => r.proname);
-        expect(await functions()).toEqual(['switchyard_cache_read', 'switchyard_cache_write', 'switchyard_embeddings_round', 'switchyard_ledger']);
+        expect(await functions()).toEqual([
+          'switchyard_cache_read',
+          'switchyard_cache_write',
+          'switchyard_embeddings_round',
+          'switchyard_ledger',
+          'switchyard_sweep_reservations',
+        ]);
 
         await migrateRollbackAll(db);
         for (const t of TABLES) expect(await db.schema.hasTable(t), t).toBe(false);

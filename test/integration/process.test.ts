@@ -47,7 +47,9 @@ describe('npm start on the embedded database', () => {
     expect((await again.get('/api/user/self')).body.data.username).toBe('root');
     expect((await again.get('/api/user/self', { authorization: `Bearer ${token}`, cookie: '' })).status).toBe(200);
     expect(await second.stop('SIGINT')).toEqual({ code: 0, signal: null });
-  });
+    // Two starts of the whole platform on PGlite (migrations, the use-lite model): 15-20 s alone, up to ~30 s
+    // while the other test files share the two cores.
+  }, 90_000);
 });
 
 describe('npm start on Postgres', () => {
