@@ -4,7 +4,7 @@ import type { Platform } from '../platform.js';
 import { authorizeApiKey } from '../http/auth.js';
 import { ApiRouter, ok, openaiError } from '../http/route.js';
 import { AppError, badRequest, forbidden, notFound } from '../errors.js';
-import { assertTaken, type Reserved } from '../accounts/ledger.js';
+import { assertTaken } from '../accounts/ledger.js';
 import { modelAllowed } from '../accounts/tokens.js';
 import { type CallInfo, consumeEntry, errorEntry } from '../logs/entries.js';
 import { EmbeddingsCoalescer } from './coalescer.js';
@@ -107,7 +107,7 @@ export function embeddingsRouter(p: Platform): ApiRouter {
     let outcome: Answer;
     const held = await p.ledger.reserve(payer, cost);
     assertTaken(held, cost);
-    const reservation = (held as Extract<Reserved, { ok: true }>).reservation;
+    const { reservation } = held;
     try {
       const done = await coalescers[model.name as keyof typeof coalescers].submit(call);
       if (!done.ok) throw AppError.fromJSON(done.error);

@@ -106,15 +106,15 @@ export class VectorCache {
   /** The cached vectors of these inputs (by hash): from memory, and the rest from Postgres. */
   async lookup(model: string, dimensions: number, hashes: string[]): Promise<Map<string, CachedVector>> {
     const found = new Map<string, CachedVector>();
-    const cold: string[] = [];
+    const cold = new Set<string>();
     for (const h of hashes) {
-      if (found.has(h)) continue;
+      if (found.has(h) || cold.has(h)) continue;
       const v = this.hot.get(VectorCache.key(model, dimensions, h));
       if (v) found.set(h, v);
-      else if (!cold.includes(h)) cold.push(h);
+      else cold.add(h);
     }
-    if (cold.length === 0) return found;
-    const read = await this.reads.submit({ model, dimensions, hashes: cold });
+    if (cold.size === 0) return found;
+    const read = await this.reads.submit({ model, dimensions, hashes: [...cold] });
     for (const [h, v] of read) {
       this.hot.set(VectorCache.key(model, dimensions, h), v);
       found.set(h, v);

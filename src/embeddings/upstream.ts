@@ -2,7 +2,7 @@
 import type { Platform } from '../platform.js';
 import { sha256Hex } from '../secrets.js';
 import { toAppError } from '../errors.js';
-import { assertTaken, ledgerOps, type Payer, type Reservation, type Reserved } from '../accounts/ledger.js';
+import { assertTaken, ledgerOps, type Payer, type Reservation } from '../accounts/ledger.js';
 import type { LogEntry } from '../logs/schema.js';
 import { costOf, type ResolvedModel } from './models.js';
 import { relayEmbeddings, relayTimedOut } from './relay.js';
@@ -130,13 +130,13 @@ export async function billedUpstreamCall<T>(
   const dims = dimsKey(req);
   const hashes = req.inputs.map((text) => sha256Hex(text));
   const found = new Map<string, CachedVector>();
-  const cold: string[] = [];
+  const cold = new Set<string>();
   if (p.config.EMBEDDINGS_CACHE) {
     for (const h of hashes) {
-      if (found.has(h) || cold.includes(h)) continue;
+      if (found.has(h) || cold.has(h)) continue;
       const v = cache.hot.get(VectorCache.key(model.name, dims, h));
       if (v) found.set(h, v);
-      else cold.push(h);
+      else cold.add(h);
     }
   }
   const cachedAnswer = (): UpstreamVectors => ({
@@ -147,7 +147,7 @@ export async function billedUpstreamCall<T>(
   });
   const hitCost = costOf(sum(req.tokens), model.price);
 
-  if (p.config.EMBEDDINGS_CACHE && cold.length === 0) {
+  if (p.config.EMBEDDINGS_CACHE && cold.size === 0) {
     // All in this process's memory: charged in one statement (the ledger's).
     const answer = cachedAnswer();
     const charged = p.ledger.charge(bill.payer, hitCost, bill.consume(answer));
@@ -162,7 +162,7 @@ export async function billedUpstreamCall<T>(
     const begun = await calls.begin({
       model: model.name,
       dimensions: dims,
-      hashes: cold,
+      hashes: [...cold],
       charge: ledgerOps.charge(bill.payer, hitCost, bill.consume({ promptTokens: sum(req.tokens) })),
       reserve: bill.cost > 0 ? held.op : null,
     });
@@ -178,7 +178,7 @@ export async function billedUpstreamCall<T>(
   } else {
     const held = await p.ledger.reserve(bill.payer, bill.cost);
     assertTaken(held, bill.cost);
-    reservation = (held as Extract<Reserved, { ok: true }>).reservation;
+    reservation = held.reservation;
   }
 
   let answer: UpstreamVectors;

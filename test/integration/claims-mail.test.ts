@@ -488,7 +488,14 @@ describe('workers killed (SIGKILL) holding a mailbox or in the middle of a send'
         return rows[0].n > 0;
       },
       45_000,
-    );
+    ).catch(async (err: Error) => {
+      // Say what the database and the workers were doing instead (this wait has timed out under load before).
+      const { rows } = await db.query(
+        `select pid, state, wait_event_type, wait_event, left(query, 160) as query from pg_stat_activity where datname = current_database()`,
+      );
+      const workers = procs.map((w) => `worker ${w.proc.pid} (exit ${w.proc.exitCode}):\n${w.output().slice(-3_000)}`);
+      throw new Error(`${err.message}\nsessions: ${JSON.stringify(rows)}\n${workers.join('\n')}`);
+    });
   const sendsOf = (subject: string) => smtp.received.filter((m) => m.parsed.subject === subject);
 
   beforeAll(async () => {
