@@ -13,8 +13,9 @@ interface Waiting {
 
 /**
  * A model call has a fixed cost (~10–15 ms for use-lite) on top of its per-text cost, so one call for
- * 32 texts is far cheaper than 32 calls. Texts wait at most `maxWaitMs` for company; while the model
- * is busy, whatever arrives meanwhile waits and goes in the next call, up to `maxTexts` texts (a
+ * 32 texts is far cheaper than 32 calls. Texts that find the model idle wait at most `maxWaitMs` for
+ * company (by default none: they go with what arrived in the same turn of the event loop); while the
+ * model is busy, whatever arrives meanwhile waits and goes in the next call, up to `maxTexts` texts (a
  * request bigger than that goes alone). Only one model call runs at a time: the model uses the CPU
  * the process has, and two calls at once would only take turns.
  */

@@ -1,76 +1,30 @@
-// use-lite in a worker process: the model (loaded once, in a thread of its own), the batcher its jobs share, and the readiness
+// use-lite in a worker process: the model (loaded once), the batcher its jobs share, and the readiness
 // the API reports (/readyz) and the worker's own /metrics show.
 import os from 'node:os';
 import type { Platform } from '../platform.js';
 import { modelReady } from '../metrics.js';
-import { Worker } from 'node:worker_threads';
-import { type BatchModel, ModelBatcher } from './model-batcher.js';
-import { USE_LITE_DIMENSIONS, USE_LITE_MODEL } from './use-lite-text.js';
-import type { EmbedRequest, ThreadMessage } from './use-lite-thread.js';
+import { ModelBatcher } from './model-batcher.js';
+import { USE_LITE_MODEL } from './use-lite-text.js';
+import type { SentenceEncoder } from './use-lite.js';
 
-let loading: Promise<BatchModel> | undefined;
+let loading: Promise<SentenceEncoder> | undefined;
 let batcher: ModelBatcher | undefined;
 let heartbeat: NodeJS.Timeout | undefined;
 
-/**
- * The model in its own thread (use-lite-thread.ts), started on first use; calls go to it as messages.
- * While it computes, this thread keeps taking jobs, so the next model call batches all that arrived.
- * A thread that fails to load, or dies, is started again by the next call.
- */
-function startThread(): Promise<BatchModel> {
-  return new Promise((resolve, reject) => {
-    const here = import.meta.url;
-    // Compiled, the thread is a .js file beside this one; run from TypeScript sources (tests, tsx), its .ts
-    // file needs tsx's loader, registered inside the thread.
-    const file = new URL(`./use-lite-thread.${here.endsWith('.ts') ? 'ts' : 'js'}`, here);
-    const thread = here.endsWith('.ts')
-      ? new Worker(`import('tsx/esm/api').then(({ register }) => { register(); return import(${JSON.stringify(file.href)}); })`, { eval: true })
-      : new Worker(file);
-    thread.unref(); // it must not keep a stopping process alive
-    const pending = new Map<number, { resolve: (v: Float32Array[]) => void; reject: (e: Error) => void }>();
-    let nextId = 0;
-    const fail = (err: Error) => {
-      loading = undefined;
-      modelReady.set({ model: USE_LITE_MODEL }, 0);
-      for (const p of pending.values()) p.reject(err);
-      pending.clear();
-      reject(err);
-    };
-    thread.on('error', fail);
-    thread.on('exit', (code) => fail(new Error(`the use-lite thread stopped (exit code ${code})`)));
-    thread.on('message', (m: ThreadMessage) => {
-      if ('ready' in m) {
+/** The model, loaded on first use (TF.js itself is imported only then); a failed load is tried again next time. */
+function model(): Promise<SentenceEncoder> {
+  loading ??= import('./use-lite.js')
+    .then((m) => m.loadUseLite())
+    .then(
+      (encoder) => {
         modelReady.set({ model: USE_LITE_MODEL }, 1);
-        resolve({
-          embed(texts) {
-            return new Promise((res, rej) => {
-              const id = nextId++;
-              pending.set(id, { resolve: res, reject: rej });
-              thread.postMessage({ id, texts: [...texts] } satisfies EmbedRequest);
-            });
-          },
-        });
-      } else if ('loadError' in m) {
-        void thread.terminate();
-        fail(new Error(`use-lite could not be loaded: ${m.loadError}`));
-      } else {
-        const p = pending.get(m.id);
-        pending.delete(m.id);
-        if (!p) return;
-        if ('error' in m) p.reject(new Error(m.error));
-        else
-          p.resolve(
-            Array.from({ length: m.vectors.length / USE_LITE_DIMENSIONS }, (_, i) =>
-              m.vectors.subarray(i * USE_LITE_DIMENSIONS, (i + 1) * USE_LITE_DIMENSIONS),
-            ),
-          );
-      }
-    });
-  });
-}
-
-function model(): Promise<BatchModel> {
-  loading ??= startThread();
+        return encoder;
+      },
+      (err) => {
+        loading = undefined;
+        throw err;
+      },
+    );
   return loading;
 }
 

@@ -1,5 +1,5 @@
 // The worker's dynamic batching: texts of calls arriving together reach the model in one call, in order.
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { type BatchModel, ModelBatcher } from '../../src/embeddings/model-batcher.js';
 
 /** A model that records the batches it is given; each vector holds its text's length, so answers can be checked. */
@@ -34,6 +34,20 @@ describe('ModelBatcher', () => {
     await first;
     expect(batches).toEqual([['first'], ['x', 'y', 'z']]);
     expect(later.map((a) => a.length)).toEqual([1, 1, 1]);
+  });
+
+  it('by default waits for no company: calls made in one tick go together at once, with no timer to wait for', async () => {
+    const { batches, model } = recordingModel();
+    const b = new ModelBatcher(async () => model);
+    // With timers stopped, a batcher that waited on one (as a maxWaitMs > 0 does) would never call the model.
+    vi.useFakeTimers({ toFake: ['setTimeout', 'setInterval'] });
+    try {
+      await Promise.all([b.embed(['a']), b.embed(['b'])]);
+      await b.embed(['c']);
+    } finally {
+      vi.useRealTimers();
+    }
+    expect(batches).toEqual([['a', 'b'], ['c']]);
   });
 
   it('never puts more than maxTexts texts in a call, unless one request alone is bigger', async () => {
