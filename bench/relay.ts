@@ -9,6 +9,8 @@ export interface RelayBenchContext {
   key: string;
   /** The fake upstream's base URL (bench/fake-upstream.ts, its own process). */
   upstream: string;
+  /** A bare proxy in front of it (bench/bare-proxy.ts): what a relay that does nothing costs. */
+  bareProxy: string;
   dbUrl: string;
   seconds: number;
   /** local-hash-v1 req/s measured earlier in the same run, for the cache-hit comparison. */
@@ -34,9 +36,9 @@ export async function relayBench(c: RelayBenchContext): Promise<void> {
   await db.end();
 
   const run = Date.now().toString(36);
-  const direct = (connections: number, ms: number) =>
+  const direct = (connections: number, ms: number, via = c.upstream) =>
     load({
-      url: `${c.upstream}/v1/embeddings`,
+      url: `${via}/v1/embeddings`,
       method: 'POST',
       headers: { authorization: 'Bearer sk-bench-upstream' },
       body: (i) => JSON.stringify({ model: 'text-embedding-3-small', input: `direct ${run} sentence number ${i} about queues`, encoding_format: 'float' }),
@@ -52,8 +54,10 @@ export async function relayBench(c: RelayBenchContext): Promise<void> {
   c.log('relay to an upstream vs the upstream directly (16 connections, unique inputs, 1536 floats)');
   const directs: number[] = [];
   const relays: number[] = [];
+  const bares: number[] = [];
   for (let round = 0; round < 2; round++) {
     directs.push((await direct(16, c.seconds * 1000)).rps);
+    bares.push((await direct(16, c.seconds * 1000, c.bareProxy)).rps);
     const r = await relay(16, c.seconds * 1000, unique);
     if (r.errors) throw new Error(`relay errors: ${JSON.stringify(r.statuses)}`);
     relays.push(r.rps);
@@ -66,6 +70,16 @@ export async function relayBench(c: RelayBenchContext): Promise<void> {
     ratio: mean(relays) / mean(directs),
     goal: '>= 0.4 of the upstream called directly',
     pass: mean(relays) / mean(directs) >= 0.4,
+  });
+
+  c.report({
+    name: 'embeddings_relay_bare_proxy_rps',
+    value: mean(bares),
+    unit: 'req/s',
+    baseline: mean(directs),
+    ratio: mean(bares) / mean(directs),
+    goal: 'none: for comparison, a proxy that only passes bodies through (no auth, quota, cache or parsing)',
+    pass: true,
   });
 
   c.log('relay vs direct at one client (p50)');

@@ -235,7 +235,21 @@ async function main() {
     const upstreamPort = await freePort();
     spawnNode('upstream', ['--import', 'tsx', 'bench/fake-upstream.ts'], { PORT: String(upstreamPort) });
     await waitHttp(`http://127.0.0.1:${upstreamPort}/`);
-    await relayBench({ B, accessToken, key, upstream: `http://127.0.0.1:${upstreamPort}`, dbUrl, seconds: SECONDS, localHashRps: mean(embeds), report, log });
+    const proxyPort = await freePort();
+    spawnNode('bare-proxy', ['--import', 'tsx', 'bench/bare-proxy.ts'], { PORT: String(proxyPort), UPSTREAM: `http://127.0.0.1:${upstreamPort}` });
+    await waitHttp(`http://127.0.0.1:${proxyPort}/`);
+    await relayBench({
+      B,
+      accessToken,
+      key,
+      upstream: `http://127.0.0.1:${upstreamPort}`,
+      bareProxy: `http://127.0.0.1:${proxyPort}`,
+      dbUrl,
+      seconds: SECONDS,
+      localHashRps: mean(embeds),
+      report,
+      log,
+    });
   }
 
   if (want('use-lite')) {
