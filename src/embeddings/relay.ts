@@ -5,6 +5,7 @@ import type { Platform } from '../platform.js';
 import type { ChannelEntry } from '../channels/directory.js';
 import { autoDisableChannel } from '../channels/store.js';
 import { AppError } from '../errors.js';
+import { float32View } from './float32.js';
 import { OutboundRefusedError, type OutboundPolicy, outboundPolicy } from '../outbound.js';
 
 export interface RelayResult {
@@ -191,7 +192,10 @@ function parseVectors(body: unknown, expected: number, dimensions?: number): Buf
       const f = Float32Array.from(e as number[]);
       v = Buffer.from(f.buffer, f.byteOffset, f.byteLength);
     } else throw new Error(`embedding ${i} is not a list of numbers`);
-    const dims = v.length / 4;
+    // NaN or infinity (or a double past float32's range) has no JSON form: the answer is unusable, not ours to bill.
+    const floats = float32View(v);
+    for (let k = 0; k < floats.length; k++) if (!Number.isFinite(floats[k])) throw new Error(`embedding ${i} holds a value that is not a finite float32`);
+    const dims = floats.length;
     if (dimensions && dims !== dimensions) throw new Error(`embedding ${i} has ${dims} dimensions, not ${dimensions}`);
     if (index < 0 || index >= expected || out[index]) throw new Error(`embedding index ${index} is out of order`);
     out[index] = v;

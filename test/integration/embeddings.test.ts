@@ -353,6 +353,24 @@ describe('relaying to upstream channels', () => {
     });
   }
 
+  it('an answer holding NaN or a value past float32 is unusable: 502 after the retries, nothing charged, nothing cached', async () => {
+    await channel({ name: 'nan', base_url: upA.url, models: 'nan-model', price: 1000 });
+    upA.fixed.set('nan base64', [0.1, Number.NaN, 0.3]);
+    const before = await quotaOf();
+    const res = await v1(key).post('/v1/embeddings', { model: 'nan-model', input: 'nan base64', encoding_format: 'float' });
+    expect(res.status, res.text).toBe(502);
+    expect(res.body.error.message).toMatch(/not a finite float32/);
+    upA.encodings = 'ignores';
+    try {
+      upA.fixed.set('too big', [0.1, 1e39, 0.3]);
+      expect((await v1(key).post('/v1/embeddings', { model: 'nan-model', input: 'too big' })).status).toBe(502);
+    } finally {
+      upA.encodings = 'openai';
+    }
+    expect(await quotaOf()).toBe(before);
+    expect(await t.platform.db('embedding_cache').where({ model: 'nan-model' })).toEqual([]);
+  });
+
   it('keeps an input asked for again in memory: with its cache row gone, this process still answers it without the upstream', async () => {
     await channel({ name: 'hot', base_url: upA.url, models: 'hot-model', price: 1 });
     const first = await v1(key).post('/v1/embeddings', { model: 'hot-model', input: 'hot input' });
