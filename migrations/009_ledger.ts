@@ -20,8 +20,9 @@ export async function up(knex: Knex): Promise<void> {
 
   // p_ops is a JSON array of operations, each {i, k, u, t, l, a, c, r, x, log}: i its place in the batch, k its
   // kind, u the user, t the API key (l: the key has a limited remain_quota), a the amount (reserved, or
-  // charged), c the actual cost (settle), r the reservation's id (reserve, settle, refund), x when an unsettled
-  // reservation is given back (reserve; Unix seconds), log the row to write when the operation takes effect.
+  // charged), c the actual cost (settle), r the reservation's id (reserve, settle, refund), x in how many seconds
+  // an unsettled reservation is given back (reserve; on the database's clock, which the sweep reads too), log the
+  // row to write when the operation takes effect.
   //
   // - reserve: takes a from the user and, for a limited key, from the key: both or neither (conditional
   //   UPDATEs, so concurrent calls never take a balance below zero); a shortfall answers which and what is
@@ -81,12 +82,14 @@ export async function up(knex: Knex): Promise<void> {
             end if;
           end if;
           if outcome = 'ok' and o.k = 'reserve' and o.r is not null then
-            insert into quota_reservations (id, user_id, token_id, limited, amount, expires_at) values (o.r, o.u, o.t, o.l, o.a, o.x);
+            insert into quota_reservations (id, user_id, token_id, limited, amount, expires_at) values (o.r, o.u, o.t, o.l, o.a, v_now + o.x);
           end if;
         elsif o.k = 'settle' then
-          -- What is still held for the call: the reservation, or nothing if the sweep gave it back.
+          -- What is still held for the call: the reservation, or nothing if the sweep gave it back. The user's row
+          -- is locked first, as the sweep does: users, then their reservations, then their keys.
           v_held := o.a;
           if o.r is not null then
+            perform 1 from users where id = o.u for update;
             delete from quota_reservations where id = o.r returning amount into v_held;
             v_held := coalesce(v_held, 0);
           end if;
@@ -102,6 +105,7 @@ export async function up(knex: Knex): Promise<void> {
         elsif o.k = 'refund' then
           v_held := o.a;
           if o.r is not null then
+            perform 1 from users where id = o.u for update;
             delete from quota_reservations where id = o.r returning amount into v_held;
             v_held := coalesce(v_held, 0);
           end if;
@@ -133,27 +137,33 @@ export async function up(knex: Knex): Promise<void> {
   await knex.raw('alter function switchyard_ledger(jsonb) set plan_cache_mode = force_generic_plan');
 
   // Gives back up to p_limit reservations past their expiry (their process died before settling them), each
-  // with an error row (type 5) on its user saying so; several sweepers at once take different rows. Answers
-  // how many it returned.
+  // with an error row (type 5) on its user saying so; answers how many it returned. Rows are locked in the
+  // ledger's order — a user, then that user's reservation, then its key — so a sweep never waits in a cycle
+  // with a ledger batch or another sweep; a reservation settled or swept meanwhile is skipped.
   await knex.raw(`
-    create function switchyard_sweep_reservations(p_now bigint, p_limit integer)
+    create function switchyard_sweep_reservations(p_limit integer)
     returns integer
     language plpgsql as $$
     declare
+      v_now bigint := extract(epoch from now())::bigint;
+      c record;
       v record;
       v_count integer := 0;
     begin
-      for v in
-        delete from quota_reservations
-        where id in (select id from quota_reservations where expires_at <= p_now order by expires_at limit p_limit for update skip locked)
-        returning *
+      perform set_config('synchronous_commit', 'off', true);
+      for c in
+        select id, user_id from quota_reservations where expires_at <= v_now
+        order by user_id, token_id nulls first, id limit p_limit
       loop
+        perform 1 from users where id = c.user_id for update;
+        delete from quota_reservations where id = c.id returning * into v;
+        continue when v.id is null;
         update users set quota = quota + v.amount where id = v.user_id;
         if v.token_id is not null and v.limited then
           update tokens set remain_quota = remain_quota + v.amount where id = v.token_id;
         end if;
         insert into logs (created_at, type, user_id, username, token_id, token_name, content)
-        select p_now, 5, v.user_id, coalesce((select username from users where id = v.user_id), ''), v.token_id,
+        select v_now, 5, v.user_id, coalesce((select username from users where id = v.user_id), ''), v.token_id,
                coalesce((select name from tokens where id = v.token_id), ''),
                'A call stopped before it was settled (its API process ended): the ' || v.amount || ' quota reserved for it was given back';
         v_count := v_count + 1;
@@ -167,8 +177,15 @@ export async function up(knex: Knex): Promise<void> {
 }
 
 export async function down(knex: Knex): Promise<void> {
-  await knex.raw('drop function switchyard_sweep_reservations(bigint, integer)');
+  await knex.raw('drop function switchyard_sweep_reservations(integer)');
   await knex.raw('drop function switchyard_ledger(jsonb)');
+  // Quota still held goes back to its users and keys with the table that held it.
+  await knex.raw(
+    'update users set quota = quota + r.amount from (select user_id, sum(amount) as amount from quota_reservations group by user_id) r where users.id = r.user_id',
+  );
+  await knex.raw(
+    'update tokens set remain_quota = remain_quota + r.amount from (select token_id, sum(amount) as amount from quota_reservations where limited group by token_id) r where tokens.id = r.token_id',
+  );
   await knex.raw('drop table quota_reservations');
   await m008.up(knex);
 }

@@ -27,6 +27,8 @@ export async function up(knex: Knex): Promise<void> {
       perform set_config('synchronous_commit', 'off', true);
       insert into embedding_cache (model, dimensions, input_hash, vector, tokens)
       select k.m, k.d, k.h, decode(k.v, 'base64'), k.t from jsonb_to_recordset(p_rows) as k(m text, d integer, h text, v text, t integer)
+      -- In key order: two statements writing some of the same new keys wait for each other in the same order, never in a cycle.
+      order by k.m, k.d, k.h
       on conflict (model, dimensions, input_hash) do nothing;
     end
     $$`);

@@ -32,9 +32,9 @@ export class Batcher<In, Out> {
       maxBatch: number;
       maxInFlight: number;
       /**
-       * When a batch of several fails with an error this says may be one item's own doing (not, say, a lost
-       * connection), each item is run again alone, so one bad item does not fail the others. `run` must
-       * then be all or nothing (one statement, one transaction).
+       * When a batch of several fails with an error this says was one item's own doing and undid the whole
+       * batch (not, say, a lost connection, after which it may have committed), each item is run again
+       * alone, so one bad item does not fail the others. `run` must be all or nothing (one statement).
        */
       retryAlone?: (err: unknown) => boolean;
     },
@@ -68,10 +68,9 @@ export class Batcher<In, Out> {
   }
 
   private async dispatch(batch: Waiting<In, Out>[]): Promise<void> {
+    let out: Out[];
     try {
-      const out = await this.run(batch.map((w) => w.item));
-      if (out.length !== batch.length) throw new Error(`a batch of ${batch.length} got ${out.length} answers`);
-      batch.forEach((w, i) => w.resolve(out[i]!));
+      out = await this.run(batch.map((w) => w.item));
     } catch (err) {
       if (batch.length > 1 && this.opts.retryAlone?.(err)) {
         this.retriedAlone += batch.length;
@@ -79,6 +78,14 @@ export class Batcher<In, Out> {
         return;
       }
       for (const w of batch) w.reject(err);
+      return;
     }
+    // Past this point the round trip succeeded: nothing here may run it again.
+    if (out.length !== batch.length) {
+      const err = new Error(`a batch of ${batch.length} got ${out.length} answers`);
+      for (const w of batch) w.reject(err);
+      return;
+    }
+    batch.forEach((w, i) => w.resolve(out[i]!));
   }
 }

@@ -129,6 +129,19 @@ export function isDbUnavailable(err: unknown): boolean {
   );
 }
 
+/**
+ * Whether a failed statement was rolled back by Postgres for something one of its rows may have caused, so
+ * that running its parts one at a time is safe and may let the others through (src/batcher.ts retryAlone):
+ * data exceptions (class 22), constraint violations (23), refused SQL (42), an exception raised by a
+ * function or trigger (P0), a deadlock or serialization failure (40). Anything else — a lost connection,
+ * a timeout, an error in this process after the statement answered — may have committed or may fail
+ * again for all of them alike: never retried.
+ */
+export function rolledBackByItsData(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && /^(22|23|42|P0|40)/.test(code);
+}
+
 /** A user's text as a literal inside a LIKE pattern: %, _ and backslash lose their meaning. */
 export function escapeLike(s: string): string {
   return s.replace(/[\\%_]/g, (c) => `\\${c}`);

@@ -1,6 +1,6 @@
 // Quota: reservations, charges, settlements and refunds, each with its log row, many calls to a round trip.
 import { randomUUID } from 'node:crypto';
-import { type Db, isDbUnavailable, rawFast } from '../db.js';
+import { type Db, rawFast, rolledBackByItsData } from '../db.js';
 import type { Logger } from '../log.js';
 import { AppError } from '../errors.js';
 import { Batcher } from '../batcher.js';
@@ -33,9 +33,9 @@ export interface LedgerOp {
   amount: number;
   /** settle: the real cost. */
   actual?: number;
-  /** reserve, settle, refund: the reservation's id (reserve: and when the sweep gives it back, Unix seconds). */
+  /** reserve, settle, refund: the reservation's id; reserve: in how many seconds the sweep gives it back if it is still held. */
   reservation?: string | null;
-  expiresAt?: number;
+  ttlSeconds?: number;
   /** The row written when the operation takes effect (in the same transaction). */
   log?: LogEntry;
 }
@@ -77,7 +77,7 @@ export class QuotaLedger {
     this.batcher = new Batcher((ops) => this.apply(ops), {
       maxBatch: opts.maxBatch ?? 256,
       maxInFlight: opts.maxInFlight ?? 1,
-      retryAlone: (err) => !isDbUnavailable(err),
+      retryAlone: rolledBackByItsData,
     });
   }
 
@@ -89,8 +89,7 @@ export class QuotaLedger {
   /** A reservation of `amount` as an operation, for a statement that carries it with other work (src/embeddings/calls.ts). */
   prepareReservation(payer: Payer, amount: number): { op: LedgerOp; reservation: Reservation } {
     const reservation: Reservation = { payer, amount, id: amount > 0 ? randomUUID() : null };
-    const expiresAt = Math.ceil((Date.now() + this.opts.reservationTtlMs) / 1000);
-    return { op: { k: 'reserve', payer, amount, reservation: reservation.id, expiresAt }, reservation };
+    return { op: { k: 'reserve', payer, amount, reservation: reservation.id, ttlSeconds: Math.ceil(this.opts.reservationTtlMs / 1000) }, reservation };
   }
 
   /** Takes `amount` before a call whose cost is known only afterwards (settle or refund the reservation). */
@@ -119,7 +118,7 @@ export class QuotaLedger {
 
   /** Gives back the reservations past their expiry now (up to `limit`); answers how many. */
   async sweep(limit = 500): Promise<number> {
-    const { rows } = await rawFast<{ n: number }>(this.db, 'select switchyard_sweep_reservations(?, ?) as n', [Math.floor(Date.now() / 1000), limit]);
+    const { rows } = await rawFast<{ n: number }>(this.db, 'select switchyard_sweep_reservations(?) as n', [limit]);
     return rows[0]?.n ?? 0;
   }
 
@@ -177,7 +176,7 @@ export function encodeLedgerOp(o: LedgerOp, i: number) {
     a: Math.round(o.amount),
     c: Math.round(o.actual ?? 0),
     r: o.reservation ?? null,
-    x: o.expiresAt ?? null,
+    x: o.ttlSeconds ?? null,
     log: o.log ? logRecord(o.log) : null,
   };
 }

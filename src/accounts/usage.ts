@@ -92,17 +92,24 @@ export class UsageRecorder {
     this.tokens = new Set();
     this.flushing = (async () => {
       try {
+        // Each statement locks its rows in the quota ledger's order (users by id; keys by user, then id), so
+        // it never waits in a cycle with a ledger batch, which locks a user and then that user's keys.
         if (requests.size) {
-          const values = [...requests].map(() => '(?::int, ?::bigint)').join(', ');
+          const sorted = [...requests].sort((a, b) => a[0] - b[0]);
+          const values = sorted.map(() => '(?::int, ?::bigint)').join(', ');
           await this.db.raw(
-            `update users set request_count = users.request_count + v.n from (values ${values}) as v(id, n) where users.id = v.id`,
-            [...requests].flat(),
+            `with locked as (select id from users where id in (${sorted.map(() => '?').join(', ')}) order by id for update)
+             update users set request_count = users.request_count + v.n from (values ${values}) as v(id, n), locked
+             where users.id = v.id and locked.id = v.id`,
+            [...sorted.map(([id]) => id), ...sorted.flat()],
           );
         }
         if (tokens.length)
-          await this.db('tokens')
-            .whereIn('id', tokens)
-            .update({ accessed_time: Math.floor(Date.now() / 1000) });
+          await this.db.raw(
+            `with locked as (select id from tokens where id in (${tokens.map(() => '?').join(', ')}) order by user_id, id for update)
+             update tokens set accessed_time = ? from locked where tokens.id = locked.id`,
+            [...tokens, Math.floor(Date.now() / 1000)],
+          );
         await insertLogs(this.db, rows);
       } catch (err) {
         // Counters and free calls' rows are best effort: a lost minute of them must never fail a request (nothing was charged).

@@ -1,6 +1,6 @@
 // An upstream call's two round trips to Postgres, each shared by the calls that make it at the same time:
 // begin (what the cache has, and the charge or the reservation) and finish (the new vectors, and the settlement).
-import { type Db, isDbUnavailable, rawFast } from '../db.js';
+import { type Db, rawFast, rolledBackByItsData } from '../db.js';
 import { Batcher } from '../batcher.js';
 import { encodeLedgerOp, type LedgerAnswer, type LedgerOp, type Taken, takenOf } from '../accounts/ledger.js';
 import type { CachedVector } from './store.js';
@@ -43,7 +43,7 @@ export class UpstreamCalls {
 
   constructor(db: Db) {
     // One call's bad row (a refused log row, say) must not fail the others it shares a statement with.
-    this.rounds = new Batcher((items) => round(db, items), { maxBatch: 64, maxInFlight: 1, retryAlone: (err) => !isDbUnavailable(err) });
+    this.rounds = new Batcher((items) => round(db, items), { maxBatch: 64, maxInFlight: 1, retryAlone: rolledBackByItsData });
   }
 
   async begin(req: BeginRequest): Promise<Begun> {
@@ -65,7 +65,9 @@ async function round(db: Db, items: Round[]): Promise<RoundAnswer[]> {
   items.forEach((item, i) => {
     if ('begin' in item) {
       const c = item.begin;
-      const h = c.hashes.filter((x) => hexHash.test(x));
+      // The function decides charge or reservation by counting what it found against these: none may be dropped.
+      const h = c.hashes;
+      if (!h.every((x) => hexHash.test(x))) throw new Error('input hashes must be sha256 hex');
       begins.push({ i, m: c.model, d: c.dimensions, h, charge: encodeLedgerOp(c.charge, i), reserve: c.reserve ? encodeLedgerOp(c.reserve, i) : null });
     } else {
       const c = item.finish;

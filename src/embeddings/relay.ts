@@ -6,6 +6,7 @@ import type { ChannelEntry } from '../channels/directory.js';
 import { autoDisableChannel } from '../channels/store.js';
 import { AppError } from '../errors.js';
 import { float32View } from './float32.js';
+import { redact } from '../logs/entries.js';
 import { OutboundRefusedError, type OutboundPolicy, outboundPolicy } from '../outbound.js';
 
 export interface RelayResult {
@@ -43,15 +44,18 @@ export function upstreamUrl(baseUrl: string): string {
 
 /** Retry-After (seconds or an HTTP date) or OpenAI's retry-after-ms, in milliseconds. */
 export function retryAfterMs(headers: Headers): number | undefined {
+  // At most a day: a channel's own number must not set it aside for ever (or past what a Date can hold).
+  const bounded = (x: number) => Math.min(Math.max(0, x), MAX_COOLDOWN_MS);
   const ms = Number(headers.get('retry-after-ms'));
-  if (Number.isFinite(ms) && ms > 0) return ms;
+  if (Number.isFinite(ms) && ms > 0) return bounded(ms);
   const ra = headers.get('retry-after');
   if (!ra) return undefined;
   const secs = Number(ra);
-  if (Number.isFinite(secs)) return Math.max(0, secs * 1000);
+  if (Number.isFinite(secs)) return bounded(secs * 1000);
   const date = Date.parse(ra);
-  return Number.isNaN(date) ? undefined : Math.max(0, date - Date.now());
+  return Number.isNaN(date) ? undefined : bounded(date - Date.now());
 }
+const MAX_COOLDOWN_MS = 86_400_000;
 
 // Read together (MGET): on a cluster, all in one slot.
 const cooldownKey = (p: Platform, id: number) => p.keys.grouped('channel-cooldown', id);
@@ -72,7 +76,8 @@ async function coolingUntil(p: Platform, channels: ChannelEntry[]): Promise<Map<
   const stale = channels.filter((c) => (seen.get(c.id)?.readAt ?? 0) <= now - COOLDOWN_READ_MS);
   if (stale.length) {
     const values = await p.redis.mget(stale.map((c) => cooldownKey(p, c.id))).catch(() => null);
-    if (values) stale.forEach((c, i) => seen.set(c.id, { until: Number(values[i]) || 0, readAt: now }));
+    // A 429 met by this process while the read was out is newer than what the read saw: keep the later of the two.
+    if (values) stale.forEach((c, i) => seen.set(c.id, { until: Math.max(Number(values[i]) || 0, seen.get(c.id)?.until ?? 0), readAt: now }));
   }
   const out = new Map<number, number>();
   for (const c of channels) {
@@ -124,7 +129,15 @@ const agents = new WeakMap<OutboundPolicy, { http: http.Agent; https: https.Agen
  * (TLS still verifies the URL's host name). Rejects with OutboundRefusedError, a network error, or
  * a TimeoutError after `timeoutMs` for the whole exchange.
  */
-function postUpstream(policy: OutboundPolicy, url: string, headers: Record<string, string>, body: string, timeoutMs: number): Promise<UpstreamResponse> {
+function postUpstream(
+  policy: OutboundPolicy,
+  url: string,
+  headers: Record<string, string>,
+  body: string,
+  timeoutMs: number,
+  /** An answer longer than this is cut off and refused (an unusable answer, not one to hold in memory). */
+  maxBytes: number,
+): Promise<UpstreamResponse> {
   return new Promise((resolve, reject) => {
     const target = new URL(url);
     try {
@@ -157,36 +170,58 @@ function postUpstream(policy: OutboundPolicy, url: string, headers: Record<strin
     request.on('error', fail);
     request.on('response', (res) => {
       const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
+      let bytes = 0;
+      res.on('data', (c: Buffer) => {
+        bytes += c.length;
+        if (bytes > maxBytes) {
+          request.destroy(Object.assign(new Error(`the upstream's answer passed ${maxBytes} bytes`), { code: 'EANSWERTOOBIG' }));
+          return;
+        }
+        chunks.push(c);
+      });
       res.on('error', fail);
       res.on('close', () => {
         if (!res.complete) fail(Object.assign(new Error('the upstream closed the connection mid-answer'), { code: 'ECONNRESET' }));
       });
       res.on('end', () => {
         clearTimeout(timer);
-        const h = new Headers();
-        for (const [k, v] of Object.entries(res.headers)) {
-          if (v !== undefined) for (const one of Array.isArray(v) ? v : [v]) h.append(k, one);
+        try {
+          const h = new Headers();
+          for (const [k, v] of Object.entries(res.headers)) {
+            if (v !== undefined) for (const one of Array.isArray(v) ? v : [v]) h.append(k, one);
+          }
+          resolve({ status: res.statusCode ?? 0, headers: h, text: Buffer.concat(chunks).toString('utf8') });
+        } catch (err) {
+          fail(err as Error);
         }
-        resolve({ status: res.statusCode ?? 0, headers: h, text: Buffer.concat(chunks).toString('utf8') });
       });
     });
     request.end(body);
   });
 }
 
+const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
+/** The longest vector taken from an upstream (OpenAI's models answer at most 3,072). */
+const MAX_DIMENSIONS = 16_384;
+
+/** An answer this channel will give again whatever we do (e.g. it ignores `dimensions`): no point asking it twice. */
+class UnusableAnswer extends Error {}
+
 function parseVectors(body: unknown, expected: number, dimensions?: number): Buffer[] {
   const data = (body as { data?: { index?: number; embedding?: unknown }[] })?.data;
   if (!Array.isArray(data) || data.length !== expected) throw new Error(`expected ${expected} embeddings, got ${Array.isArray(data) ? data.length : 'none'}`);
   const out: Buffer[] = new Array(expected);
   data.forEach((d, i) => {
-    const index = typeof d.index === 'number' ? d.index : i;
+    if (d.index !== undefined && !Number.isInteger(d.index)) throw new Error(`embedding ${i} has an index that is not a whole number`);
+    const index = d.index ?? i;
     const e = d.embedding;
     let v: Buffer;
     if (typeof e === 'string') {
-      // What we asked for: little-endian float32, base64, as OpenAI sends it.
+      // What we asked for: little-endian float32, base64, as OpenAI sends it. Node's decoder skips what is not
+      // base64, so the text is checked first: a cut or garbled answer must not become a shorter vector.
+      if (e.length === 0 || e.length % 4 !== 0 || !BASE64.test(e)) throw new Error(`embedding ${i} is not base64`);
       v = Buffer.from(e, 'base64');
-      if (v.length === 0 || v.length % 4 !== 0) throw new Error(`embedding ${i} is not base64 float32`);
+      if (v.length % 4 !== 0) throw new Error(`embedding ${i} is not base64 float32`);
     } else if (Array.isArray(e) && e.length > 0 && e.every((x) => typeof x === 'number' && Number.isFinite(x))) {
       // An upstream that answers floats whatever was asked: each is read as the float32 nearest to it.
       const f = Float32Array.from(e as number[]);
@@ -196,7 +231,8 @@ function parseVectors(body: unknown, expected: number, dimensions?: number): Buf
     const floats = float32View(v);
     for (let k = 0; k < floats.length; k++) if (!Number.isFinite(floats[k])) throw new Error(`embedding ${i} holds a value that is not a finite float32`);
     const dims = floats.length;
-    if (dimensions && dims !== dimensions) throw new Error(`embedding ${i} has ${dims} dimensions, not ${dimensions}`);
+    if (dims > MAX_DIMENSIONS) throw new Error(`embedding ${i} has ${dims} dimensions, more than ${MAX_DIMENSIONS}`);
+    if (dimensions && dims !== dimensions) throw new UnusableAnswer(`embedding ${i} has ${dims} dimensions, not the ${dimensions} asked for`);
     if (index < 0 || index >= expected || out[index]) throw new Error(`embedding index ${index} is out of order`);
     out[index] = v;
   });
@@ -247,7 +283,9 @@ export async function relayEmbeddings(
       retriable: true,
     });
   }
-  let last: { status: number; message: string; retryAfter?: number } = { status: 502, message: 'no channel answered' };
+  let last: { status: number; message: string; retryAfter?: number; retriable?: boolean } = { status: 502, message: 'no channel answered' };
+  // What one call's answer may weigh: the inputs' vectors at the longest we take, as printed floats.
+  const maxBytes = Math.min(2 ** 28, 2 ** 20 + inputs.length * 2 ** 18);
   const policy = outboundPolicy(p.config.OUTBOUND_ALLOWLIST);
   for (const ch of usable) {
     const left = deadline - Date.now();
@@ -261,12 +299,16 @@ export async function relayEmbeddings(
         { authorization: `Bearer ${channelKeyOf(p, ch)}`, 'content-type': 'application/json' },
         JSON.stringify({ model: ch.mapping[model] ?? model, input: inputs, encoding_format, ...(dimensions ? { dimensions } : {}) }),
         Math.min(p.config.UPSTREAM_TIMEOUT_MS, deadline - Date.now()),
+        maxBytes,
       );
+    // An upstream's words, with anything shaped like a key cut to a hint and this channel's key (whatever its shape) cut out:
+    // they may reach the caller.
+    const said = (text: string) => redact(upstreamMessage(text), 500).replaceAll(channelKeyOf(p, ch), '***');
     let res: UpstreamResponse;
     try {
       res = await call(format);
-      if (format === 'base64' && (res.status === 400 || res.status === 422) && /encoding|base64/i.test(upstreamMessage(res.text))) {
-        // The channel takes only floats: ask again, and from now on.
+      if (format === 'base64' && (res.status === 400 || res.status === 422) && /encoding|base64/i.test(res.text.slice(0, 4_096))) {
+        // The channel takes only floats (OpenAI's error shape or another, e.g. a 422 naming the field): ask again, and from now on.
         res = await call('float');
         if (res.status >= 200 && res.status < 300) floatOnly.add(channelKey(ch));
       }
@@ -290,7 +332,7 @@ export async function relayEmbeddings(
         parsed = JSON.parse(text);
       } catch {
         // JSON.parse's message quotes the text: say what it was, not what it said.
-        last = { status: 502, message: `channel ${ch.id} sent an unusable answer: ${upstreamMessage(text)}` };
+        last = { status: 502, message: `channel ${ch.id} sent an unusable answer: ${said(text)}` };
         continue;
       }
       try {
@@ -298,11 +340,12 @@ export async function relayEmbeddings(
         const reported = parsed.usage?.prompt_tokens;
         return { vectors, promptTokens: typeof reported === 'number' && reported >= 0 ? reported : null, channel: ch };
       } catch (err) {
-        last = { status: 502, message: `channel ${ch.id} sent an unusable answer: ${(err as Error).message}` };
+        // An answer it will give again (it ignores `dimensions`, say) makes trying this round again pointless.
+        last = { status: 502, message: `channel ${ch.id} sent an unusable answer: ${(err as Error).message}`, retriable: !(err instanceof UnusableAnswer) };
         continue;
       }
     }
-    const message = upstreamMessage(text);
+    const message = said(text);
     if (res.status === 401 || res.status === 403) {
       await autoDisableChannel(p.db, ch.id, `upstream answered ${res.status}: ${message}`);
       p.channels.invalidate();
@@ -335,5 +378,9 @@ export async function relayEmbeddings(
       retriable: true,
     });
   }
-  throw new AppError(last.status, `Upstream failure for '${model}': ${last.message}`, { code: 'upstream_error', type: 'upstream_error', retriable: true });
+  throw new AppError(last.status, `Upstream failure for '${model}': ${last.message}`, {
+    code: 'upstream_error',
+    type: 'upstream_error',
+    retriable: last.retriable ?? true,
+  });
 }

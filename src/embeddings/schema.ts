@@ -54,6 +54,9 @@ export const embeddingsResponseView = z.object({
   usage: z.object({ prompt_tokens: z.number(), total_tokens: z.number() }),
 });
 
+/** String.prototype.toWellFormed (Node 20; not yet in this TypeScript's lib): lone surrogates become U+FFFD. */
+const wellFormed = (t: string): string => (t as string & { toWellFormed(): string }).toWellFormed();
+
 const invalid = (message: string, param: string | null, code: string | null = null) =>
   badRequest(message, { param, code: code ?? undefined, type: 'invalid_request_error' });
 
@@ -122,7 +125,8 @@ export function parseEmbeddingsRequest(body: unknown, pathModel?: string): Embed
   if (!model) throw invalid('You must provide a model parameter.', 'model');
   return {
     model,
-    inputs: typeof r.data.input === 'string' ? [r.data.input] : r.data.input,
+    // A lone surrogate has no UTF-8 form: as U+FFFD here, so the text hashed for the cache, counted and sent upstream is one text.
+    inputs: (typeof r.data.input === 'string' ? [r.data.input] : r.data.input).map(wellFormed),
     encodingFormat: r.data.encoding_format,
     dimensions: r.data.dimensions ?? undefined,
     user: r.data.user,

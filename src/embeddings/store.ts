@@ -1,6 +1,6 @@
 // The embeddings cache: vectors by (model, dimensions, sha256(input)), so an input never goes upstream twice.
 // Postgres holds every vector; each API process keeps its most used ones in memory, printed as well.
-import { type Db, isDbUnavailable, rawFast } from '../db.js';
+import { type Db, rawFast, rolledBackByItsData } from '../db.js';
 import { Batcher } from '../batcher.js';
 
 export interface CachedVector {
@@ -9,6 +9,17 @@ export interface CachedVector {
   tokens: number;
   /** The vector as a JSON array of shortest float32 decimals (ASCII), once a float answer needed it (memory only). */
   json?: Buffer;
+}
+
+/**
+ * A buffer of its own, of its exact size: a small Buffer is often a slice of Node's shared 8 KB pool, and
+ * kept for long it would hold the whole slab while the budget counts only its own bytes.
+ */
+function own(b: Buffer): Buffer {
+  if (b.byteOffset === 0 && b.buffer.byteLength === b.length) return b;
+  const copy = Buffer.allocUnsafeSlow(b.length);
+  b.copy(copy);
+  return copy;
 }
 
 /** Bytes an entry holds besides its vector and text (the Map entry, the key, the objects). */
@@ -44,6 +55,7 @@ export class HotVectors {
 
   set(key: string, v: CachedVector): void {
     if (this.maxBytes <= 0) return;
+    v.vector = own(v.vector);
     const old = this.entries.get(key);
     if (old) {
       this.bytes -= sizeOf(key, old);
@@ -57,7 +69,7 @@ export class HotVectors {
   /** Keeps an entry's printed form with it (and counts its size). */
   setJson(key: string, v: CachedVector, json: Buffer): void {
     if (v.json !== undefined || this.entries.get(key) !== v) return;
-    v.json = json;
+    v.json = own(json);
     this.bytes += json.length;
     this.evict();
   }
@@ -94,7 +106,7 @@ export class VectorCache {
 
   constructor(db: Db, maxMemoryBytes: number) {
     this.hot = new HotVectors(maxMemoryBytes);
-    const opts = { maxBatch: 64, maxInFlight: 1, retryAlone: (err: unknown) => !isDbUnavailable(err) };
+    const opts = { maxBatch: 64, maxInFlight: 1, retryAlone: rolledBackByItsData };
     this.reads = new Batcher((lookups) => readBatch(db, lookups), opts);
     this.writes = new Batcher((rows) => writeBatch(db, rows), opts);
   }

@@ -149,10 +149,10 @@ export async function billedUpstreamCall<T>(
 
   if (p.config.EMBEDDINGS_CACHE && cold.size === 0) {
     // All in this process's memory: charged in one statement (the ledger's).
+    // Printed before it is charged (a printed form is usually kept already): a vector that cannot be printed is not billed.
     const answer = cachedAnswer();
-    const charged = p.ledger.charge(bill.payer, hitCost, bill.consume(answer));
     const response = render(answer);
-    assertTaken(await charged, hitCost);
+    assertTaken(await p.ledger.charge(bill.payer, hitCost, bill.consume(answer)), hitCost);
     return response;
   }
   let reservation: Reservation;

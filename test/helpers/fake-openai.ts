@@ -12,7 +12,9 @@ export type Behaviour =
   | { kind: 'ok'; reportUsage?: boolean }
   /** An error status (with extra headers); after `times` answers (if given) it answers ok again. */
   | { kind: 'status'; status: number; retryAfter?: string; message?: string; headers?: Record<string, string>; times?: number }
-  | { kind: 'hang' };
+  | { kind: 'hang' }
+  /** Answers exactly this (the test builds odd or broken answers itself). */
+  | { kind: 'raw'; status: number | ((call: UpstreamCall) => number); body: (call: UpstreamCall) => string | Buffer };
 
 /** Vectors that depend only on the text, so tests can check which input landed where. */
 export function fakeVector(text: string, dims = 4): number[] {
@@ -44,6 +46,12 @@ export class FakeOpenAI {
         this.calls.push({ path: req.url ?? '', authorization: req.headers.authorization, body });
         const b = this.behaviour;
         if (b.kind === 'hang') return; // never answers
+        if (b.kind === 'raw') {
+          const call = this.calls[this.calls.length - 1]!;
+          res.writeHead(typeof b.status === 'number' ? b.status : b.status(call), { 'content-type': 'application/json' });
+          res.end(b.body(call));
+          return;
+        }
         if (b.kind === 'status') {
           const headers: Record<string, string> = { 'content-type': 'application/json' };
           if (b.retryAfter) headers['retry-after'] = b.retryAfter;

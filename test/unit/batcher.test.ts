@@ -1,6 +1,7 @@
 // Natural batching: an idle caller goes at once, concurrent callers share a round trip, one bad item fails alone.
 import { describe, expect, it } from 'vitest';
 import { Batcher } from '../../src/batcher.js';
+import { rolledBackByItsData } from '../../src/db.js';
 
 /** A round trip that takes `ms` and answers each item doubled; records the batches it was given. */
 function doubler(ms = 5) {
@@ -44,5 +45,20 @@ describe('Batcher', () => {
     expect(settled.map((r) => (r.status === 'fulfilled' ? r.value : 'failed'))).toEqual([2, 'failed', 6]);
     expect(seen).toEqual([[1, -1, 3], [1], [-1], [3]]);
     expect(isolating.retriedAlone).toBe(3);
+  });
+});
+
+describe('rolledBackByItsData (which failed statements the ledger runs again item by item)', () => {
+  it('retries what Postgres rolled back for a row (data, constraints, a raised exception, a deadlock), never a lost connection, a timeout or an error of ours', () => {
+    const coded = (code?: string) => Object.assign(new Error('x'), code ? { code } : {});
+    expect(['22003', '23505', '42703', 'P0001', '40P01'].map((c) => rolledBackByItsData(coded(c)))).toEqual([true, true, true, true, true]);
+    expect(['08006', '57014', '55P03', '57P01', 'ECONNRESET', undefined].map((c) => rolledBackByItsData(coded(c)))).toEqual([
+      false,
+      false,
+      false,
+      false,
+      false,
+      false,
+    ]);
   });
 });

@@ -26,6 +26,18 @@ describe('HotVectors', () => {
     expect(hot.size.entries).toBe(1);
   });
 
+  it("keeps a copy of its own of a small vector cut from Node's shared pool, so its budget counts what it holds", () => {
+    const hot = new HotVectors(10_000);
+    const pooled = Buffer.from(new Uint8Array(64).fill(7)); // small Buffers share an 8 KB slab
+    expect(pooled.buffer.byteLength).toBeGreaterThan(pooled.length);
+    hot.set('a', { vector: pooled, tokens: 1 });
+    const kept = hot.get('a')!;
+    expect(kept.vector.buffer.byteLength).toBe(64);
+    expect([...kept.vector]).toEqual([...pooled]);
+    hot.setJson('a', kept, Buffer.from('[1,2]'));
+    expect(kept.json!.buffer.byteLength).toBe(5);
+  });
+
   it('keeps nothing when its budget is 0', () => {
     const hot = new HotVectors(0);
     hot.set('a', vec(10));
