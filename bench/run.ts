@@ -593,7 +593,8 @@ try {
   await main();
   const failed = figures.filter((f) => !f.pass).map((f) => f.name);
   log(failed.length ? `below goal: ${failed.join(', ')}` : 'every figure meets its goal');
-  log(`results written to ${saveResults()} and bench/results/latest.jsonl`);
+  const saved = saveResults();
+  log(`results written to ${saved}${ONLY.length === 0 ? ' and bench/results/latest.jsonl' : ' (a partial run: latest.jsonl left as it was)'}`);
 } catch (err) {
   log(`failed: ${(err as Error).stack}`);
   process.exitCode = 1;

@@ -200,7 +200,6 @@ function postUpstream(
   });
 }
 
-const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
 /** The longest vector taken from an upstream (OpenAI's models answer at most 3,072). */
 const MAX_DIMENSIONS = 16_384;
 
@@ -218,9 +217,11 @@ function parseVectors(body: unknown, expected: number, dimensions?: number): Buf
     let v: Buffer;
     if (typeof e === 'string') {
       // What we asked for: little-endian float32, base64, as OpenAI sends it. Node's decoder skips what is not
-      // base64, so the text is checked first: a cut or garbled answer must not become a shorter vector.
-      if (e.length === 0 || e.length % 4 !== 0 || !BASE64.test(e)) throw new Error(`embedding ${i} is not base64`);
-      v = Buffer.from(e, 'base64');
+      // base64 (and reads the URL-safe alphabet too), so a cut or garbled answer could become a shorter vector:
+      // only text that is exactly the standard encoding of what it decodes to is taken (for 8 KB, decoding,
+      // re-encoding and comparing take ~4 µs here; a regular expression's scan and the decoding took ~17 µs).
+      v = e.length % 4 === 0 ? Buffer.from(e, 'base64') : Buffer.alloc(0);
+      if (v.length === 0 || v.toString('base64') !== e) throw new Error(`embedding ${i} is not base64`);
       if (v.length % 4 !== 0) throw new Error(`embedding ${i} is not base64 float32`);
     } else if (Array.isArray(e) && e.length > 0 && e.every((x) => typeof x === 'number' && Number.isFinite(x))) {
       // An upstream that answers floats whatever was asked: each is read as the float32 nearest to it.

@@ -46,6 +46,13 @@ describe('answers the relay refuses (502, nothing charged, nothing cached)', () 
         ]),
     ],
     ['base64 cut short (not a multiple of 4 characters)', () => answer([{ object: 'embedding', index: 0, embedding: b64([0.1, 0.2, 0.3]).slice(0, -1) }])],
+    ...(['-', ' '] as const).map((odd): [string, (call: UpstreamCall) => string] => [
+      `base64 of the right length holding ${JSON.stringify(odd)}, outside its alphabet`,
+      () => {
+        const good = b64([0.1, 0.2, 0.3, 0.4, 0.5, 0.6]);
+        return answer([{ object: 'embedding', index: 0, embedding: `${good.slice(0, 4)}${odd}${good.slice(5)}` }]);
+      },
+    ]),
     ['text that is not base64', () => answer([{ object: 'embedding', index: 0, embedding: '<html>Service Unavailable</html>' }])],
   ];
   for (const [what, body] of cases) {
