@@ -37,102 +37,7 @@ export async function up(knex: Knex): Promise<void> {
   // for each other's rows in a cycle. All of it is one statement: one transaction, committed without
   // waiting for the WAL flush (see NO_FLUSH in src/db.ts). Each answer row is one operation: {op, outcome,
   // left_amount}, outcome 'ok', or 'user' / 'token' for a shortfall.
-  await knex.raw(`
-    create function switchyard_ledger(p_ops jsonb)
-    returns table (op integer, outcome text, left_amount bigint)
-    language plpgsql as $$
-    declare
-      o record;
-      v_now bigint := extract(epoch from now())::bigint;
-      v_logs jsonb := '[]';
-      v_held bigint;
-    begin
-      perform set_config('synchronous_commit', 'off', true);
-      for o in
-        select * from jsonb_to_recordset(p_ops) as x(i integer, k text, u integer, t integer, l boolean, a bigint, c bigint, r uuid, x bigint, log jsonb)
-        order by x.u, x.t nulls first, x.i
-      loop
-        op := o.i;
-        outcome := 'ok';
-        left_amount := 0;
-        if o.k = 'reserve' or o.k = 'charge' then
-          update users set
-            quota = quota - o.a,
-            used_quota = used_quota + case when o.k = 'charge' then o.a else 0 end,
-            request_count = request_count + case when o.k = 'charge' then 1 else 0 end
-          where id = o.u and quota >= o.a;
-          if not found then
-            outcome := 'user';
-            left_amount := coalesce((select quota from users where id = o.u), 0);
-          elsif o.t is not null and (o.l or o.k = 'charge') then
-            update tokens set
-              remain_quota = remain_quota - case when o.l then o.a else 0 end,
-              used_quota = used_quota + case when o.k = 'charge' then o.a else 0 end,
-              accessed_time = case when o.k = 'charge' then v_now else accessed_time end
-            where id = o.t and (not o.l or remain_quota >= o.a);
-            if not found then
-              -- The key is short: the user's part goes back before anyone can see it.
-              update users set
-                quota = quota + o.a,
-                used_quota = used_quota - case when o.k = 'charge' then o.a else 0 end,
-                request_count = request_count - case when o.k = 'charge' then 1 else 0 end
-              where id = o.u;
-              outcome := 'token';
-              left_amount := coalesce((select remain_quota from tokens where id = o.t), 0);
-            end if;
-          end if;
-          if outcome = 'ok' and o.k = 'reserve' and o.r is not null then
-            insert into quota_reservations (id, user_id, token_id, limited, amount, expires_at) values (o.r, o.u, o.t, o.l, o.a, v_now + o.x);
-          end if;
-        elsif o.k = 'settle' then
-          -- What is still held for the call: the reservation, or nothing if the sweep gave it back. The user's row
-          -- is locked first, as the sweep does: users, then their reservations, then their keys.
-          v_held := o.a;
-          if o.r is not null then
-            perform 1 from users where id = o.u for update;
-            delete from quota_reservations where id = o.r returning amount into v_held;
-            v_held := coalesce(v_held, 0);
-          end if;
-          update users set quota = greatest(quota - (o.c - v_held), 0), used_quota = used_quota + o.c, request_count = request_count + 1
-          where id = o.u;
-          if o.t is not null then
-            update tokens set
-              used_quota = used_quota + o.c,
-              accessed_time = v_now,
-              remain_quota = case when o.l then greatest(remain_quota - (o.c - v_held), 0) else remain_quota end
-            where id = o.t;
-          end if;
-        elsif o.k = 'refund' then
-          v_held := o.a;
-          if o.r is not null then
-            perform 1 from users where id = o.u for update;
-            delete from quota_reservations where id = o.r returning amount into v_held;
-            v_held := coalesce(v_held, 0);
-          end if;
-          if v_held > 0 then
-            update users set quota = quota + v_held where id = o.u;
-            if o.t is not null and o.l then
-              update tokens set remain_quota = remain_quota + v_held where id = o.t;
-            end if;
-          end if;
-        else
-          raise exception 'unknown ledger operation %', o.k;
-        end if;
-        if outcome = 'ok' and o.log is not null then
-          v_logs := v_logs || jsonb_build_array(o.log);
-        end if;
-        return next;
-      end loop;
-      if jsonb_array_length(v_logs) > 0 then
-        insert into logs (created_at, type, user_id, username, token_id, token_name, model_name, channel_id, quota, prompt_tokens,
-                          completion_tokens, elapsed_time, request_count, cache_hit, status_code, request_id, content)
-        select r.created_at, r.type, r.user_id, coalesce(r.username, (select username from users where id = r.user_id), ''), r.token_id,
-               r.token_name, r.model_name, r.channel_id, r.quota, r.prompt_tokens, r.completion_tokens, r.elapsed_time, r.request_count,
-               r.cache_hit, r.status_code, r.request_id, r.content
-        from jsonb_populate_recordset(null::logs, v_logs) as r;
-      end if;
-    end
-    $$`);
+  await knex.raw(ledgerFunctionSql(SETTLE_V1));
   // Its statements' plans do not depend on the values: planned once per connection, not once per call.
   await knex.raw('alter function switchyard_ledger(jsonb) set plan_cache_mode = force_generic_plan');
 
@@ -188,4 +93,113 @@ export async function down(knex: Knex): Promise<void> {
   );
   await knex.raw('drop table quota_reservations');
   await m008.up(knex);
+}
+
+/**
+ * 009's settle: a reservation's real cost, the difference given back or taken (never below zero), the whole
+ * cost counted in used_quota and the log row. 011 replaced it: what could not be taken was still counted.
+ */
+export const SETTLE_V1 = `        elsif o.k = 'settle' then
+          -- What is still held for the call: the reservation, or nothing if the sweep gave it back. The user's row
+          -- is locked first, as the sweep does: users, then their reservations, then their keys.
+          v_held := o.a;
+          if o.r is not null then
+            perform 1 from users where id = o.u for update;
+            delete from quota_reservations where id = o.r returning amount into v_held;
+            v_held := coalesce(v_held, 0);
+          end if;
+          update users set quota = greatest(quota - (o.c - v_held), 0), used_quota = used_quota + o.c, request_count = request_count + 1
+          where id = o.u;
+          if o.t is not null then
+            update tokens set
+              used_quota = used_quota + o.c,
+              accessed_time = v_now,
+              remain_quota = case when o.l then greatest(remain_quota - (o.c - v_held), 0) else remain_quota end
+            where id = o.t;
+          end if;
+`;
+
+/** switchyard_ledger, with its settle branch given (011 replaced 009's); `verb` 'create or replace' to replace it. */
+export function ledgerFunctionSql(settle: string, verb = 'create'): string {
+  return `    ${verb} function switchyard_ledger(p_ops jsonb)
+    returns table (op integer, outcome text, left_amount bigint)
+    language plpgsql as $$
+    declare
+      o record;
+      v_now bigint := extract(epoch from now())::bigint;
+      v_logs jsonb := '[]';
+      v_held bigint;
+      v_take bigint;
+      v_charge bigint;
+      v_log jsonb;
+    begin
+      perform set_config('synchronous_commit', 'off', true);
+      for o in
+        select * from jsonb_to_recordset(p_ops) as x(i integer, k text, u integer, t integer, l boolean, a bigint, c bigint, r uuid, x bigint, log jsonb)
+        order by x.u, x.t nulls first, x.i
+      loop
+        op := o.i;
+        v_log := o.log;
+        outcome := 'ok';
+        left_amount := 0;
+        if o.k = 'reserve' or o.k = 'charge' then
+          update users set
+            quota = quota - o.a,
+            used_quota = used_quota + case when o.k = 'charge' then o.a else 0 end,
+            request_count = request_count + case when o.k = 'charge' then 1 else 0 end
+          where id = o.u and quota >= o.a;
+          if not found then
+            outcome := 'user';
+            left_amount := coalesce((select quota from users where id = o.u), 0);
+          elsif o.t is not null and (o.l or o.k = 'charge') then
+            update tokens set
+              remain_quota = remain_quota - case when o.l then o.a else 0 end,
+              used_quota = used_quota + case when o.k = 'charge' then o.a else 0 end,
+              accessed_time = case when o.k = 'charge' then v_now else accessed_time end
+            where id = o.t and (not o.l or remain_quota >= o.a);
+            if not found then
+              -- The key is short: the user's part goes back before anyone can see it.
+              update users set
+                quota = quota + o.a,
+                used_quota = used_quota - case when o.k = 'charge' then o.a else 0 end,
+                request_count = request_count - case when o.k = 'charge' then 1 else 0 end
+              where id = o.u;
+              outcome := 'token';
+              left_amount := coalesce((select remain_quota from tokens where id = o.t), 0);
+            end if;
+          end if;
+          if outcome = 'ok' and o.k = 'reserve' and o.r is not null then
+            insert into quota_reservations (id, user_id, token_id, limited, amount, expires_at) values (o.r, o.u, o.t, o.l, o.a, v_now + o.x);
+          end if;
+${settle}        elsif o.k = 'refund' then
+          v_held := o.a;
+          if o.r is not null then
+            perform 1 from users where id = o.u for update;
+            delete from quota_reservations where id = o.r returning amount into v_held;
+            v_held := coalesce(v_held, 0);
+          end if;
+          if v_held > 0 then
+            update users set quota = quota + v_held where id = o.u;
+            if o.t is not null and o.l then
+              update tokens set remain_quota = remain_quota + v_held where id = o.t;
+            end if;
+          end if;
+        else
+          raise exception 'unknown ledger operation %', o.k;
+        end if;
+        if outcome = 'ok' and v_log is not null then
+          v_logs := v_logs || jsonb_build_array(v_log);
+        end if;
+        return next;
+      end loop;
+      if jsonb_array_length(v_logs) > 0 then
+        insert into logs (created_at, type, user_id, username, token_id, token_name, model_name, channel_id, quota, prompt_tokens,
+                          completion_tokens, elapsed_time, request_count, cache_hit, status_code, request_id, content)
+        select r.created_at, r.type, r.user_id, coalesce(r.username, (select username from users where id = r.user_id), ''), r.token_id,
+               r.token_name, r.model_name, r.channel_id, r.quota, r.prompt_tokens, r.completion_tokens, r.elapsed_time, r.request_count,
+               r.cache_hit, r.status_code, r.request_id, r.content
+        from jsonb_populate_recordset(null::logs, v_logs) as r;
+      end if;
+    end
+    $$`;
 }

@@ -10,6 +10,7 @@ import * as m007 from './007_logs.js';
 import * as m008 from './008_quota_functions.js';
 import * as m009 from './009_ledger.js';
 import * as m010 from './010_embeddings_functions.js';
+import * as m011 from './011_settle_what_was_taken.js';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -27,6 +28,7 @@ const migrations: [string, Migration][] = [
   ['008_quota_functions', m008],
   ['009_ledger', m009],
   ['010_embeddings_functions', m010],
+  ['011_settle_what_was_taken', m011],
 ];
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -77,3 +77,34 @@ export function safeEqual(a: string, b: string): boolean {
   const bb = Buffer.from(b);
   return ab.length === bb.length && crypto.timingSafeEqual(ab, bb);
 }
+
+/** The shortest piece of a secret that scrubSecret cuts out of a text. */
+export const SECRET_PIECE = 8;
+
+/**
+ * `text` with `secret` cut out (each occurrence becomes ***), and with any run of SECRET_PIECE or more
+ * characters copied from it: a text cut short in the middle of the secret, or quoting most of it, gives
+ * none of it away. (A secret shorter than that is cut out only whole.)
+ */
+export function scrubSecret(text: string, secret: string): string {
+  if (!secret) return text;
+  const out = text.replaceAll(secret, '***');
+  if (secret.length < SECRET_PIECE || out.length < SECRET_PIECE) return out;
+  const pieces = new Set<string>();
+  for (let i = 0; i + SECRET_PIECE <= secret.length; i++) pieces.add(secret.slice(i, i + SECRET_PIECE));
+  const hidden = new Uint8Array(out.length);
+  let any = false;
+  for (let i = 0; i + SECRET_PIECE <= out.length; i++) {
+    if (pieces.has(out.slice(i, i + SECRET_PIECE))) {
+      hidden.fill(1, i, i + SECRET_PIECE);
+      any = true;
+    }
+  }
+  if (!any) return out;
+  let scrubbed = '';
+  for (let i = 0; i < out.length; i++) {
+    if (!hidden[i]) scrubbed += out[i];
+    else if (i === 0 || !hidden[i - 1]) scrubbed += '***';
+  }
+  return scrubbed;
+}

@@ -53,7 +53,17 @@ export class ChannelDirectory {
     this.spendTimer = undefined;
     const spent = this.spent;
     this.spent = new Map();
-    for (const [id, quota] of spent) await addChannelUsage(this.db, id, quota);
+    let failed: unknown;
+    for (const [id, quota] of spent) {
+      try {
+        await addChannelUsage(this.db, id, quota);
+      } catch (err) {
+        // Kept for the next flush; the other channels' spend is written regardless.
+        this.recordUsage(id, quota);
+        failed ??= err;
+      }
+    }
+    if (failed) throw failed;
   }
 
   async all(): Promise<ChannelEntry[]> {

@@ -7,6 +7,7 @@ import { autoDisableChannel } from '../channels/store.js';
 import { AppError } from '../errors.js';
 import { float32View } from './float32.js';
 import { redact } from '../logs/entries.js';
+import { scrubSecret } from '../secrets.js';
 import { OutboundRefusedError, type OutboundPolicy, outboundPolicy } from '../outbound.js';
 
 export interface RelayResult {
@@ -96,12 +97,32 @@ async function coolDown(p: Platform, channel: number, waitMs: number): Promise<v
   await p.redis.set(cooldownKey(p, channel), String(until), 'PX', Math.max(1, Math.ceil(waitMs))).catch(() => {});
 }
 
+/** How long a channel that timed out is tried after the others (in this process): not set aside, since it may be the only one that answers. */
+const SLOW_FOR_MS = 30_000;
+const slowSeen = new WeakMap<Platform, Map<number, number>>();
+
+function markSlow(p: Platform, channel: number): void {
+  let slow = slowSeen.get(p);
+  if (!slow) slowSeen.set(p, (slow = new Map()));
+  slow.set(channel, Date.now() + SLOW_FOR_MS);
+}
+
+/** The same order, with the channels that timed out lately moved to the end: calls stop waiting on a channel that hangs. */
+function afterTheSlow(p: Platform, order: ChannelEntry[]): ChannelEntry[] {
+  const slow = slowSeen.get(p);
+  if (!slow?.size) return order;
+  const now = Date.now();
+  const isSlow = (c: ChannelEntry) => (slow.get(c.id) ?? 0) > now;
+  return [...order.filter((c) => !isSlow(c)), ...order.filter(isSlow)];
+}
+
 /**
  * The upstream's own error message when it answered OpenAI's error shape ({"error":{"message"}}
  * or {"error":"…"}). Anything else is described, never echoed: a base_url aimed at some other
- * service must not turn that service's answers into error messages.
+ * service must not turn that service's answers into error messages. `scrub` runs before the message
+ * is cut to 500 characters, so that a secret it removes cannot survive in part at the cut.
  */
-export function upstreamMessage(text: string): string {
+export function upstreamMessage(text: string, scrub: (s: string) => string = (s) => s): string {
   let body: unknown;
   try {
     body = JSON.parse(text);
@@ -110,7 +131,8 @@ export function upstreamMessage(text: string): string {
   }
   const error = (body as { error?: unknown } | null)?.error;
   const m = typeof error === 'string' ? error : (error as { message?: unknown } | null | undefined)?.message;
-  if (typeof m === 'string' && m) return m.replace(/\p{Cc}+/gu, ' ').slice(0, 500);
+  // Scrubbing looks at every few characters: a long message is cut first (to more than is kept, so a key at the cut is still seen whole).
+  if (typeof m === 'string' && m) return scrub(m.slice(0, 2_000).replace(/\p{Cc}+/gu, ' ')).slice(0, 500);
   return 'an answer without an OpenAI error message';
 }
 
@@ -203,6 +225,21 @@ function postUpstream(
 /** The longest vector taken from an upstream (OpenAI's models answer at most 3,072). */
 const MAX_DIMENSIONS = 16_384;
 
+/**
+ * The upstream's prompt_tokens, which the call is charged for: a whole number, and not past what its inputs
+ * could plausibly be in any tokenizer (4 of ours each, plus 16 per input for the tokens some models add,
+ * plus 64). Missing: null (our count is used). Anything else makes the answer unusable: a channel that
+ * reports 9e15 tokens must not empty its callers' balances.
+ */
+export function reportedTokens(reported: unknown, ours: number, inputs: number): number | null {
+  if (reported === undefined || reported === null) return null;
+  const bound = 4 * ours + 16 * inputs + 64;
+  if (typeof reported !== 'number' || !Number.isSafeInteger(reported) || reported < 0)
+    throw new Error(`its usage.prompt_tokens (${String(reported).slice(0, 40)}) is not a whole number of tokens`);
+  if (reported > bound) throw new Error(`its usage.prompt_tokens (${reported}) is past what ${ours} tokens of input could be (at most ${bound})`);
+  return reported;
+}
+
 /** An answer this channel will give again whatever we do (e.g. it ignores `dimensions`): no point asking it twice. */
 class UnusableAnswer extends Error {}
 
@@ -237,6 +274,9 @@ function parseVectors(body: unknown, expected: number, dimensions?: number): Buf
     if (index < 0 || index >= expected || out[index]) throw new Error(`embedding index ${index} is out of order`);
     out[index] = v;
   });
+  // Without `dimensions` asked for, the first vector's length is the answer's: one call's vectors are of one model.
+  for (const v of out)
+    if (v.length !== out[0]!.length) throw new Error(`its embeddings are not all of one length (${out[0]!.length / 4} and ${v.length / 4} dimensions)`);
   return out;
 }
 
@@ -261,35 +301,48 @@ export const relayTimedOut = () =>
 
 /**
  * Calls the channels in order until one answers. 429 puts a channel aside for its Retry-After;
- * 5xx, timeouts and network errors move on; 401/403 disable the channel (with the reason, for
- * admins) and move on; other 4xx are the caller's fault and end the call.
+ * 5xx, 3xx, timeouts and network errors move on (a channel that timed out is tried last for a
+ * while); 401/403 disable the channel (with the reason, for admins) and move on; other 4xx are the
+ * caller's fault and end the call. Every channel rate limited answers 429 with the shortest wait.
  */
 export async function relayEmbeddings(
   p: Platform,
   model: string,
   channels: ChannelEntry[],
   inputs: string[],
-  dimensions?: number,
-  /** When the caller stops waiting (epoch ms): no channel is tried after it, and none is waited on past it. */
-  deadline = Number.POSITIVE_INFINITY,
+  opts: {
+    dimensions?: number;
+    /** The inputs' tokens as counted here: bounds what an upstream may report (see reportedTokens). */
+    tokens: number;
+    /** When the caller stops waiting (epoch ms): no channel is tried after it, and none is waited on past it. */
+    deadline?: number;
+  },
 ): Promise<RelayResult> {
+  const { dimensions, tokens } = opts;
+  const deadline = opts.deadline ?? Number.POSITIVE_INFINITY;
   const cooling = await coolingUntil(p, channels);
-  const usable = channelOrder(channels.filter((c) => !cooling.has(c.id)));
-  if (usable.length === 0) {
-    const wait = Math.min(...cooling.values()) - Date.now();
-    throw new AppError(429, `Every upstream channel for '${model}' is rate limited; try again shortly.`, {
+  const usable = afterTheSlow(p, channelOrder(channels.filter((c) => !cooling.has(c.id))));
+  const rateLimited = (waits: number[]) =>
+    new AppError(429, `Every upstream channel for '${model}' is rate limited; try again shortly.`, {
       code: 'upstream_rate_limited',
       type: 'rate_limit_error',
-      headers: { 'Retry-After': String(Math.max(1, Math.ceil(wait / 1000))) },
+      // The shortest wait: the first channel back.
+      headers: { 'Retry-After': String(Math.max(1, Math.ceil(Math.min(...waits) / 1000))) },
       retriable: true,
     });
-  }
-  let last: { status: number; message: string; retryAfter?: number; retriable?: boolean } = { status: 502, message: 'no channel answered' };
+  if (usable.length === 0) throw rateLimited([...cooling.values()].map((until) => until - Date.now()));
+  let last: { status: number; message: string; retriable?: boolean } = { status: 502, message: 'no channel answered' };
+  // The channels set aside for a rate limit (before this call, or by their 429 in it), and for how long: when that is
+  // every channel, the call answers 429 with the shortest wait; when some other channel failed otherwise, 502.
+  const limitedFor = [...cooling.values()].map((until) => until - Date.now());
+  let failedOtherwise = false;
   // What one call's answer may weigh: the inputs' vectors at the longest we take, as printed floats.
   const maxBytes = Math.min(2 ** 28, 2 ** 20 + inputs.length * 2 ** 18);
   const policy = outboundPolicy(p.config.OUTBOUND_ALLOWLIST);
-  for (const ch of usable) {
+  for (const [n, ch] of usable.entries()) {
     const left = deadline - Date.now();
+    // With another channel still to try, this one gets at most half of what is left: a channel that hangs leaves time to fail over.
+    const budget = Math.min(p.config.UPSTREAM_TIMEOUT_MS, n < usable.length - 1 ? left / 2 : left);
     if (left <= 0) throw relayTimedOut();
     // base64 unless the channel refused it: float32 bits as they are, a third of the bytes of printed floats, no numbers to parse.
     const format = floatOnly.has(channelKey(ch)) ? 'float' : 'base64';
@@ -299,12 +352,16 @@ export async function relayEmbeddings(
         upstreamUrl(ch.baseUrl),
         { authorization: `Bearer ${channelKeyOf(p, ch)}`, 'content-type': 'application/json' },
         JSON.stringify({ model: ch.mapping[model] ?? model, input: inputs, encoding_format, ...(dimensions ? { dimensions } : {}) }),
-        Math.min(p.config.UPSTREAM_TIMEOUT_MS, deadline - Date.now()),
+        Math.max(1, Math.min(budget, deadline - Date.now())),
         maxBytes,
       );
-    // An upstream's words, with anything shaped like a key cut to a hint and this channel's key (whatever its shape) cut out:
-    // they may reach the caller.
-    const said = (text: string) => redact(upstreamMessage(text), 500).replaceAll(channelKeyOf(p, ch), '***');
+    // An upstream's words, with this channel's key (whatever its shape, whole or in part) cut out and anything else shaped
+    // like a key cut to a hint: they may reach the caller.
+    const said = (text: string) =>
+      redact(
+        upstreamMessage(text, (m) => scrubSecret(m, channelKeyOf(p, ch))),
+        500,
+      );
     let res: UpstreamResponse;
     try {
       res = await call(format);
@@ -315,20 +372,23 @@ export async function relayEmbeddings(
       }
     } catch (err) {
       const e = err as NodeJS.ErrnoException;
-      if (e.name === 'TimeoutError' && Date.now() >= deadline) throw relayTimedOut();
+      const timeout = e.name === 'TimeoutError';
+      if (timeout) markSlow(p, ch.id);
+      if (timeout && Date.now() >= deadline) throw relayTimedOut();
+      failedOtherwise = true;
       if (err instanceof OutboundRefusedError) {
         last = { status: 502, message: `channel ${ch.id}: its base_url is refused by the outbound policy` };
         p.log.warn({ channel: ch.id, reason: err.reason }, 'upstream refused by the outbound policy');
         continue;
       }
-      const timeout = e.name === 'TimeoutError';
       last = { status: timeout ? 504 : 502, message: `channel ${ch.id} ${timeout ? 'timed out' : `unreachable (${e.code ?? 'network error'})`}` };
       p.log.warn({ channel: ch.id, err }, 'upstream call failed');
       continue;
     }
     const { text } = res;
+    if (res.status !== 429) failedOtherwise = true;
     if (res.status >= 200 && res.status < 300) {
-      let parsed: { usage?: { prompt_tokens?: number } };
+      let parsed: { usage?: { prompt_tokens?: unknown } };
       try {
         parsed = JSON.parse(text);
       } catch {
@@ -338,8 +398,9 @@ export async function relayEmbeddings(
       }
       try {
         const vectors = parseVectors(parsed, inputs.length, dimensions);
-        const reported = parsed.usage?.prompt_tokens;
-        return { vectors, promptTokens: typeof reported === 'number' && reported >= 0 ? reported : null, channel: ch };
+        const promptTokens = reportedTokens(parsed.usage?.prompt_tokens, tokens, inputs.length);
+        slowSeen.get(p)?.delete(ch.id);
+        return { vectors, promptTokens, channel: ch };
       } catch (err) {
         // An answer it will give again (it ignores `dimensions`, say) makes trying this round again pointless.
         last = { status: 502, message: `channel ${ch.id} sent an unusable answer: ${(err as Error).message}`, retriable: !(err instanceof UnusableAnswer) };
@@ -357,10 +418,12 @@ export async function relayEmbeddings(
     if (res.status === 429) {
       const wait = retryAfterMs(res.headers) ?? 5_000;
       await coolDown(p, ch.id, wait);
-      last = { status: 429, message: `channel ${ch.id} is rate limited: ${message}`, retryAfter: wait };
+      limitedFor.push(wait);
       continue;
     }
-    if (res.status >= 500 || res.status === 408) {
+    // A redirect is not followed (its target has not been through the outbound policy, and a channel's base_url is
+    // where its calls go): the channel is misconfigured or moved, which is no fault of the request.
+    if (res.status >= 500 || res.status === 408 || (res.status >= 300 && res.status < 400)) {
       last = { status: 502, message: `channel ${ch.id} answered ${res.status}: ${message}` };
       continue;
     }
@@ -371,14 +434,7 @@ export async function relayEmbeddings(
       retriable: false,
     });
   }
-  if (last.status === 429) {
-    throw new AppError(429, `Every upstream channel for '${model}' is rate limited; try again shortly.`, {
-      code: 'upstream_rate_limited',
-      type: 'rate_limit_error',
-      headers: { 'Retry-After': String(Math.max(1, Math.ceil((last.retryAfter ?? 1000) / 1000))) },
-      retriable: true,
-    });
-  }
+  if (!failedOtherwise && limitedFor.length) throw rateLimited(limitedFor);
   throw new AppError(last.status, `Upstream failure for '${model}': ${last.message}`, {
     code: 'upstream_error',
     type: 'upstream_error',

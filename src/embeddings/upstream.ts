@@ -22,6 +22,8 @@ export interface UpstreamVectors {
   promptTokens: number;
   /** The channel that answered; none when every input came from the cache. */
   channelId?: number;
+  /** What the channel's part of the call costs (its tokens at the model's price): added to the channel's used_quota once the call is charged. */
+  channelQuota?: number;
   /** Vectors the upstream sent for this call, not yet in the cache. */
   fresh: { hash: string; vector: Buffer; tokens: number }[];
 }
@@ -64,6 +66,7 @@ export async function upstreamVectors(
   const vectorByHash = new Map(found);
   let promptTokens = 0;
   let channelId: number | undefined;
+  let channelQuota: number | undefined;
   let fresh: UpstreamVectors['fresh'] = [];
   if (missing.length) {
     const textOf = new Map(hashes.map((h, i) => [h, req.inputs[i]!]));
@@ -73,14 +76,14 @@ export async function upstreamVectors(
       model.name,
       model.channels,
       missing.map((h) => textOf.get(h)!),
-      req.dimensions,
-      deadline,
+      { dimensions: req.dimensions, tokens: sum(missing.map((h) => tokensOf.get(h)!)), deadline },
     );
     channelId = relayed.channel.id;
     fresh = missing.map((h, i) => ({ hash: h, vector: relayed.vectors[i]!, tokens: tokensOf.get(h)! }));
     for (const r of fresh) vectorByHash.set(r.hash, { vector: r.vector, tokens: r.tokens });
-    promptTokens += relayed.promptTokens ?? sum(fresh.map((r) => r.tokens));
-    p.channels.recordUsage(relayed.channel.id, costOf(relayed.promptTokens ?? sum(fresh.map((r) => r.tokens)), model.price));
+    const relayedTokens = relayed.promptTokens ?? sum(fresh.map((r) => r.tokens));
+    promptTokens += relayedTokens;
+    channelQuota = costOf(relayedTokens, model.price);
   }
   // Inputs answered from the cache count with their own tokens (they are billed like any other).
   hashes.forEach((h, i) => {
@@ -88,7 +91,7 @@ export async function upstreamVectors(
       sentUpstream.delete(h); // its first occurrence is in the upstream's count
     else promptTokens += req.tokens[i]!;
   });
-  return { vectors: hashes.map((h) => vectorByHash.get(h)!), keys: keysOf(p, model.name, req, hashes), promptTokens, channelId, fresh };
+  return { vectors: hashes.map((h) => vectorByHash.get(h)!), keys: keysOf(p, model.name, req, hashes), promptTokens, channelId, channelQuota, fresh };
 }
 
 /** A worker's upstream job (queued by an older API): the cache read, the relay, the cache write. */
@@ -98,6 +101,7 @@ export async function upstreamJob(p: Platform, model: UpstreamModel, req: Genera
   const found = p.config.EMBEDDINGS_CACHE ? await cache.lookup(model.name, dimsKey(req), hashes) : new Map<string, CachedVector>();
   const r = await upstreamVectors(p, model, req, Number.POSITIVE_INFINITY, { hashes, found });
   if (p.config.EMBEDDINGS_CACHE) await cache.store(model.name, dimsKey(req), r.fresh);
+  if (r.channelId !== undefined) p.channels.recordUsage(r.channelId, r.channelQuota ?? 0);
   return r;
 }
 
@@ -205,6 +209,8 @@ export async function billedUpstreamCall<T>(
       throw err;
     });
   }
+  // Charged: the channel's spend counts now (a call refunded above never does).
+  if (answer.channelId !== undefined) p.channels.recordUsage(answer.channelId, answer.channelQuota ?? 0);
   return response;
 }
 

@@ -311,12 +311,13 @@ describe('relaying to upstream channels', () => {
   it('returns a relayed vector exactly as the upstream wrote it, from the cache too, with no float over 9 significant digits', async () => {
     await channel({ name: 'exact', base_url: upA.url, models: 'exact-model', price: 1 });
     const odd = [-0.0069292835, 0.012345679, 1e-7, -3.4028235e38];
-    upA.fixed.set('exact one', [0.6, 0.8, 3]);
+    // One answer's vectors are of one length (the relay refuses a mix).
+    upA.fixed.set('exact one', [0.6, 0.8, 3, 0.25]);
     upA.fixed.set('exact two', odd);
     for (let round = 0; round < 2; round++) {
       const res = await v1(key).post('/v1/embeddings', { model: 'exact-model', input: ['exact one', 'exact two'], encoding_format: 'float' });
       expect(res.status, res.text).toBe(200);
-      expect(res.text).toContain('"embedding":[0.6,0.8,3]');
+      expect(res.text).toContain('"embedding":[0.6,0.8,3,0.25]');
       expect(res.body.data[1].embedding).toEqual(odd);
       const numbers = res.text.match(/-?\d+(?:\.\d+)?(?:e[-+]?\d+)?/gi)!;
       for (const n of numbers) expect(n.replace(/^-/, '').replace(/e.*$/i, '').replace('.', '').replace(/^0+/, '').length, n).toBeLessThanOrEqual(9);
@@ -324,7 +325,7 @@ describe('relaying to upstream channels', () => {
     expect(upA.calls).toHaveLength(1); // the second round came from the cache
     const b64 = await v1(key).post('/v1/embeddings', { model: 'exact-model', input: 'exact one', encoding_format: 'base64' });
     const buf = Buffer.from(b64.body.data[0].embedding, 'base64');
-    expect([buf.readFloatLE(0), buf.readFloatLE(4), buf.readFloatLE(8)]).toEqual([Math.fround(0.6), Math.fround(0.8), 3]);
+    expect([buf.readFloatLE(0), buf.readFloatLE(4), buf.readFloatLE(8), buf.readFloatLE(12)]).toEqual([Math.fround(0.6), Math.fround(0.8), 3, 0.25]);
   });
 
   for (const encodings of ['openai', 'ignores', 'float-only'] as const) {

@@ -97,6 +97,27 @@ describe('QuotaLedger', () => {
     ]);
   });
 
+  it('a real cost above the reservation takes only what the user and a limited key have left: the charge, used_quota and the log row say what was taken', async () => {
+    // The key is the shorter: 50 held, a cost of 800 reported, 30 more is all the key has.
+    const p = await newPayer(1_000, { remain: 80 });
+    const held = await ledger.reserve(p, 50);
+    if (!held.ok) throw new Error('reserve failed');
+    await ledger.settle(held.reservation, 800, consume(p));
+    expect(await userRow(p)).toEqual({ quota: 920, used_quota: 80, request_count: 1 });
+    expect(await db('tokens').where({ id: p.token!.id }).first('remain_quota', 'used_quota')).toEqual({ remain_quota: 0, used_quota: 80 });
+    // The user is the shorter: an unlimited key, 40 left after the reservation.
+    const q = await newPayer(100, 'unlimited');
+    const held2 = await ledger.reserve(q, 60);
+    if (!held2.ok) throw new Error('reserve failed');
+    await ledger.settle(held2.reservation, 9_000_000, consume(q));
+    expect(await userRow(q)).toEqual({ quota: 0, used_quota: 100, request_count: 1 });
+    const rows = await db('logs').whereIn('user_id', [p.userId, q.userId]).orderBy('id').select('user_id', 'quota');
+    expect(rows).toEqual([
+      { user_id: p.userId, quota: 80 },
+      { user_id: q.userId, quota: 100 },
+    ]);
+  });
+
   it('a reservation left by a call that never ended is given back once it expires, with an error row; settling it late charges in full', async () => {
     const short = new QuotaLedger(db, { reservationTtlMs: 1_000 });
     const p = await newPayer(100, { remain: 100 });

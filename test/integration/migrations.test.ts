@@ -47,6 +47,7 @@ for (const embedded of [false, true]) {
           '008_quota_functions',
           '009_ledger',
           '010_embeddings_functions',
+          '011_settle_what_was_taken',
         ]);
         for (const t of TABLES) expect(await db.schema.hasTable(t), t).toBe(true);
         // The counters' triggers work right after migrating.

@@ -1,6 +1,7 @@
 // What the relay takes from an upstream, and what it refuses: odd answers never become vectors, a bill, or a leak.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { retryAfterMs } from '../../src/embeddings/relay.js';
+import { ChannelDirectory } from '../../src/channels/directory.js';
 import { HttpClient } from '../helpers/http.js';
 import { startTestApp, type TestApp } from '../helpers/services.js';
 import { FakeOpenAI, type UpstreamCall } from '../helpers/fake-openai.js';
@@ -35,6 +36,22 @@ beforeEach(() => {
   up.encodings = 'openai';
 });
 
+/** Channels serving `model` on these upstreams, each at its priority (a key of its own, price 1000). */
+async function prioritized(app: TestApp, model: string, ups: [FakeOpenAI, number][]): Promise<void> {
+  for (const [upstream, priority] of ups) {
+    const ch = await app.root.post('/api/channel/', {
+      type: 'openai',
+      name: `${model}-${priority}`,
+      key: `sk-${model}-${priority}-0123456789`,
+      base_url: upstream.url,
+      models: model,
+      price: 1000,
+      priority,
+    });
+    expect(ch.status, ch.text).toBe(201);
+  }
+}
+
 describe('answers the relay refuses (502, nothing charged, nothing cached)', () => {
   const cases: [string, (call: UpstreamCall) => string][] = [
     [
@@ -53,6 +70,14 @@ describe('answers the relay refuses (502, nothing charged, nothing cached)', () 
         return answer([{ object: 'embedding', index: 0, embedding: `${good.slice(0, 4)}${odd}${good.slice(5)}` }]);
       },
     ]),
+    [
+      'embeddings of different lengths in one answer (no dimensions asked for)',
+      () =>
+        answer([
+          { object: 'embedding', index: 0, embedding: b64([0.1, 0.2, 0.3]) },
+          { object: 'embedding', index: 1, embedding: b64([0.1, 0.2]) },
+        ]),
+    ],
     ['text that is not base64', () => answer([{ object: 'embedding', index: 0, embedding: '<html>Service Unavailable</html>' }])],
   ];
   for (const [what, body] of cases) {
@@ -62,6 +87,22 @@ describe('answers the relay refuses (502, nothing charged, nothing cached)', () 
       const res = await v1({ input: ['first input', 'second input'].slice(0, what.includes('base64') ? 1 : 2) });
       expect(res.status, res.text).toBe(502);
       expect(res.body.error.code).toBe('upstream_error');
+      expect(await quota()).toBe(before);
+      expect(await t.platform.db('embedding_cache').where({ model: 'answers-model' })).toEqual([]);
+    });
+  }
+
+  for (const tokens of ['1e400', '1.5', '-3', '"12"', '9000000000000000']) {
+    it(`usage.prompt_tokens of ${tokens} (not a whole number of tokens, or past any tokenizer's count for the input)`, async () => {
+      up.behaviour = {
+        kind: 'raw',
+        status: 200,
+        body: () => `{"object":"list","data":[{"object":"embedding","index":0,"embedding":"${b64([0.1, 0.2])}"}],"usage":{"prompt_tokens":${tokens}}}`,
+      };
+      const before = await quota();
+      const res = await v1({ input: 'count me' });
+      expect(res.status, res.text).toBe(502);
+      expect(res.body.error.message).toMatch(/prompt_tokens/);
       expect(await quota()).toBe(before);
       expect(await t.platform.db('embedding_cache').where({ model: 'answers-model' })).toEqual([]);
     });
@@ -99,6 +140,19 @@ describe('answers the relay takes', () => {
     expect(up.calls.map((c) => c.body.encoding_format)).toEqual(['base64', 'float']);
   });
 
+  it("an upstream's count above ours, within what another tokenizer could count, is what the call is charged", async () => {
+    up.behaviour = {
+      kind: 'raw',
+      status: 200,
+      body: () => answer([{ object: 'embedding', index: 0, embedding: b64([0.3, 0.4]) }]).replace('"prompt_tokens":3', '"prompt_tokens":40'),
+    };
+    const before = await quota();
+    const res = await v1({ input: 'two words' });
+    expect(res.status, res.text).toBe(200);
+    expect(res.body.usage.prompt_tokens).toBe(40);
+    expect(before - (await quota())).toBe(40); // price 1000: a quota per token
+  });
+
   it('a lone surrogate is sent, counted and cached as U+FFFD: the same text as the one written with U+FFFD', async () => {
     const a = await v1({ input: 'a\uD800b' });
     expect(a.status, a.text).toBe(200);
@@ -111,11 +165,17 @@ describe('answers the relay takes', () => {
 
 describe('what the caller is told', () => {
   it("an upstream's error message never carries the channel's key, whatever its shape", async () => {
-    up.behaviour = { kind: 'status', status: 400, message: `Incorrect API key provided: ${CHANNEL_KEY} is not valid here`, times: 1 };
+    up.behaviour = {
+      kind: 'status',
+      status: 400,
+      message: `Incorrect API key provided: ${CHANNEL_KEY} is not valid here, nor sk-another-key-0123456789`,
+      times: 1,
+    };
     const res = await v1({ input: 'leak please' });
     expect(res.status).toBe(400);
     expect(res.text).not.toContain(CHANNEL_KEY.slice(6));
-    expect(res.text).toContain('sk-rel…'); // shaped like a key: cut to a hint
+    expect(res.text).toContain('Incorrect API key provided: *** is not valid');
+    expect(res.text).toContain('nor sk-ano…'); // another key's shape: cut to a hint
     // A key of another shape (no sk- prefix) is cut out too.
     const other = 'plainUpstreamSecretWithoutPrefix0123456789';
     const ch = await t.root.post('/api/channel/', { type: 'openai', name: 'plain', key: other, base_url: up.url, models: 'plain-model', price: 1000 });
@@ -127,8 +187,154 @@ describe('what the caller is told', () => {
     expect(plain.text).toContain('bad key *** for this model');
   });
 
+  it("a channel's key is cut out of an upstream's message even where the message is cut short in its middle, or quotes most of it", async () => {
+    const secret = 'Zq7WvLmN3pXrTs9YbK2dHfGjC4';
+    const ch = await t.root.post('/api/channel/', { type: 'openai', name: 'cut', key: secret, base_url: up.url, models: 'cut-model', price: 1000 });
+    expect(ch.status, ch.text).toBe(201);
+    const call = () => t.anon.post('/v1/embeddings', { model: 'cut-model', input: 'leak at the cut' }, { authorization: `Bearer ${key}` });
+    for (const message of [`${'x'.repeat(480)} ${secret} end`, `the key ${secret.slice(0, -1)} is not valid`, `the key ${secret.slice(3)} is not valid`]) {
+      up.behaviour = { kind: 'status', status: 400, message, times: 1 };
+      const res = await call();
+      expect(res.status, res.text).toBe(400);
+      for (let i = 0; i + 8 <= secret.length; i++) expect(res.text).not.toContain(secret.slice(i, i + 8));
+    }
+    const rows = await t.platform.db('logs').where({ model_name: 'cut-model' }).select('content');
+    expect(rows.length).toBeGreaterThan(0);
+    for (const r of rows) for (let i = 0; i + 8 <= secret.length; i++) expect(r.content).not.toContain(secret.slice(i, i + 8));
+  });
+
   it('Retry-After is held to at most a day, whatever the channel says', () => {
     expect(retryAfterMs(new Headers({ 'retry-after': '1e306' }))).toBe(86_400_000);
     expect(retryAfterMs(new Headers({ 'retry-after-ms': '1500' }))).toBe(1500);
+  });
+});
+
+describe('several channels: which answer the caller gets', () => {
+  let first: FakeOpenAI;
+  let second: FakeOpenAI;
+  let seq = 0;
+  beforeAll(async () => {
+    first = await new FakeOpenAI().start();
+    second = await new FakeOpenAI().start();
+  });
+  afterAll(async () => {
+    await first?.stop();
+    await second?.stop();
+  });
+  /** A model of its own (so no cool-down carries over), served by `first` (priority 10) and then `second` (priority 5). */
+  async function twoChannels(): Promise<string> {
+    const model = `duo-${++seq}`;
+    await prioritized(t, model, [
+      [first, 10],
+      [second, 5],
+    ]);
+    first.calls.length = 0;
+    second.calls.length = 0;
+    return model;
+  }
+  const call = (model: string) => t.anon.post('/v1/embeddings', { model, input: `to ${model}` }, { authorization: `Bearer ${key}` });
+
+  it('a redirect is not followed and not blamed on the request: the next channel answers', async () => {
+    const model = await twoChannels();
+    first.behaviour = { kind: 'status', status: 307, headers: { location: 'http://127.0.0.1:9/v1/embeddings' } };
+    second.behaviour = { kind: 'ok', reportUsage: true };
+    const res = await call(model);
+    expect(res.status, res.text).toBe(200);
+    expect(first.calls).toHaveLength(1);
+    expect(second.calls).toHaveLength(1);
+  });
+
+  it('every channel rate limited: 429 with the shortest Retry-After of them, whatever their order', async () => {
+    const model = await twoChannels();
+    // The shortest is the first channel's: the last one asked must not set the wait.
+    first.behaviour = { kind: 'status', status: 429, retryAfter: '2' };
+    second.behaviour = { kind: 'status', status: 429, retryAfter: '60' };
+    const res = await call(model);
+    expect(res.status, res.text).toBe(429);
+    expect(res.headers.get('retry-after')).toBe('2');
+    // Both set aside now: the next call answers at once, from the cool-downs, with the same shortest wait.
+    const again = await call(model);
+    expect(again.status).toBe(429);
+    expect(Number(again.headers.get('retry-after'))).toBeLessThanOrEqual(2);
+    expect(first.calls.length + second.calls.length).toBe(2);
+  });
+
+  it('one channel rate limited and the other failing: 502, not a promise that waiting will help', async () => {
+    const model = await twoChannels();
+    first.behaviour = { kind: 'status', status: 503 };
+    second.behaviour = { kind: 'status', status: 429, retryAfter: '30' };
+    const res = await call(model);
+    expect(res.status, res.text).toBe(502);
+    expect(res.body.error.code).toBe('upstream_error');
+  });
+});
+
+describe('a channel that hangs, with the default UPSTREAM_TIMEOUT_MS (longer than the wait)', () => {
+  let app: TestApp;
+  let hangs: FakeOpenAI;
+  let answers: FakeOpenAI;
+  beforeAll(async () => {
+    hangs = await new FakeOpenAI().start();
+    answers = await new FakeOpenAI().start();
+    hangs.behaviour = { kind: 'hang' };
+    app = await startTestApp({ env: { SYNC_WAIT_MS: '2000', UPSTREAM_TIMEOUT_MS: '30000' } });
+  });
+  afterAll(async () => {
+    await app?.close();
+    await hangs?.stop();
+    await answers?.stop();
+  });
+
+  it('gets half of the wait, and the next channel answers; later calls ask the answering channel first', async () => {
+    await prioritized(app, 'hang-duo', [
+      [hangs, 10],
+      [answers, 5],
+    ]);
+    await app.platform.db('users').where({ username: 'root' }).update({ quota: 1_000_000 });
+    const rootKey = (await app.root.post('/api/token/', { name: 'hang', unlimited_quota: true })).body.data.key;
+    const call = (input: string) => app.anon.post('/v1/embeddings', { model: 'hang-duo', input }, { authorization: `Bearer ${rootKey}` });
+    const res = await call('first call');
+    expect(res.status, res.text).toBe(200);
+    expect(hangs.calls).toHaveLength(1);
+    expect(answers.calls).toHaveLength(1);
+    const again = await call('second call');
+    expect(again.status, again.text).toBe(200);
+    expect(hangs.calls).toHaveLength(1); // not waited on again
+    expect(answers.calls).toHaveLength(2);
+  });
+});
+
+describe("channels' used_quota", () => {
+  it('a write that fails for one channel keeps its sum for the next flush, and the others are written regardless', async () => {
+    const ids: number[] = [];
+    for (const name of ['usage-a', 'usage-b']) {
+      const ch = await t.root.post('/api/channel/', {
+        type: 'openai',
+        name,
+        key: `sk-${name}-0123456789`,
+        base_url: up.url,
+        models: `${name}-model`,
+        price: 1000,
+      });
+      expect(ch.status, ch.text).toBe(201);
+      ids.push(ch.body.data.id);
+    }
+    const [a, b] = ids as [number, number];
+    const used = async (id: number) => Number((await t.platform.db('channels').where({ id }).first('used_quota')).used_quota);
+    const directory = new ChannelDirectory(t.platform.db);
+    // A's row is near bigint's end: adding 2^62 more overflows, so its UPDATE fails until the row is lowered.
+    await t.platform
+      .db('channels')
+      .where({ id: a })
+      .update({ used_quota: (2n ** 62n).toString() });
+    directory.recordUsage(a, 2 ** 62);
+    directory.recordUsage(b, 5);
+    await expect(directory.flushUsage()).rejects.toThrow(/out of range/);
+    expect(await used(b)).toBe(5);
+    // The failed sum was kept: written by the next flush once it fits.
+    await t.platform.db('channels').where({ id: a }).update({ used_quota: 0 });
+    await directory.flushUsage();
+    expect(await used(a)).toBe(2 ** 62);
+    expect(await used(b)).toBe(5);
   });
 });
