@@ -84,7 +84,11 @@ export function embeddingsRouter(p: Platform): ApiRouter {
     // Who pays, and who called what, for the call's consume or error row (src/logs).
     const payer = { userId: principal.user.id, token: { id: token.id, unlimited: token.unlimited_quota } };
     const logCall: CallInfo = { user: principal.user, token: { id: token.id, name: token.name }, model: req.model, requestId: ctx.state.requestId, startedAt };
-    const cost = costOf(total, model.price);
+    // Reserved for what the call will be charged: its usage, which for use-lite counts its own pieces (not cl100k's tokens).
+    const cost = costOf(
+      tokens.reduce((a, b) => a + b, 0),
+      model.price,
+    );
     const call = { model: req.model, dimensions: req.dimensions, inputs: req.inputs, tokens };
     const consumeOf = (o: { promptTokens: number; channelId?: number }) =>
       consumeEntry(logCall, {

@@ -4,6 +4,7 @@
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useLiteBatcher } from '../../src/embeddings/use-lite-worker.js';
+import { HttpClient } from '../helpers/http.js';
 import { startTestApp, type TestApp } from '../helpers/services.js';
 
 let t: TestApp;
@@ -122,4 +123,34 @@ describe('use-lite through /v1/embeddings', () => {
     // This test app runs its workers in process, so its /metrics is the worker's too.
     expect((await t.anon.get('/metrics')).text).toMatch(/^switchyard_model_ready\{model="use-lite"\} 1$/m);
   });
+});
+
+describe('use-lite at a price (LOCAL_MODEL_PRICE=1000: a quota per piece)', () => {
+  let priced: TestApp;
+  beforeAll(async () => {
+    priced = await startTestApp({ env: { LOCAL_MODEL_PRICE: '1000' } });
+  }, 60_000);
+  afterAll(async () => {
+    await priced?.close();
+  });
+
+  it("reserves what it charges, its own pieces: a long input fits a key that cl100k's count would refuse, and a short one never takes more than the user has", async () => {
+    const made = await priced.root.post('/api/user/', { username: 'pieces', password: 'pieces-password', quota: 1_000 });
+    expect(made.status, made.text).toBe(201);
+    const session = new HttpClient(priced.url);
+    await session.login('pieces', 'pieces-password');
+    const limited = (await session.post('/api/token/', { name: 'limited', remain_quota: 300 })).body.data.key as string;
+    const call = (k: string, input: string) => priced.anon.post('/v1/embeddings', { model: 'use-lite', input }, { authorization: `Bearer ${k}` });
+    const user = async () => priced.platform.db('users').where({ username: 'pieces' }).first('quota', 'used_quota');
+    // 540 cl100k tokens, 128 pieces (the most use-lite reads): costs 128.
+    const long = await call(limited, 'the quick brown fox jumps over the lazy dog '.repeat(60));
+    expect(long.status, long.text).toBe(200);
+    expect(long.body.usage.prompt_tokens).toBe(128);
+    expect(await user()).toEqual({ quota: 872, used_quota: 128 });
+    // 2 cl100k tokens, 3 pieces: with 2 left, refused (the reservation is for 3), not charged past zero.
+    await priced.platform.db('users').where({ username: 'pieces' }).update({ quota: 2 });
+    const short = await call(limited, 'hello world');
+    expect(short.status, short.text).toBe(403);
+    expect(await user()).toEqual({ quota: 2, used_quota: 128 });
+  }, 60_000);
 });
