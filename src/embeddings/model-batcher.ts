@@ -9,15 +9,20 @@ interface Waiting {
   texts: readonly string[];
   resolve: (vectors: Float32Array[]) => void;
   reject: (err: unknown) => void;
+  /** Vectors of the texts already embedded (a request bigger than a model call goes in several). */
+  done: Float32Array[];
 }
 
 /**
  * A model call has a fixed cost (~10–15 ms for use-lite) on top of its per-text cost, so one call for
  * 32 texts is far cheaper than 32 calls. Texts that find the model idle wait at most `maxWaitMs` for
  * company (by default none: they go with what arrived in the same turn of the event loop); while the
- * model is busy, whatever arrives meanwhile waits and goes in the next call, up to `maxTexts` texts (a
- * request bigger than that goes alone). Only one model call runs at a time: the model uses the CPU
- * the process has, and two calls at once would only take turns.
+ * model is busy, whatever arrives meanwhile waits and goes in the next call, up to `maxTexts` texts.
+ * A request bigger than that is split across calls and takes turns with the others: after each of
+ * its calls it goes to the back of the line, so a small request waits for one model call, not for
+ * all of a big one (and the event loop turns between calls, so the worker keeps its jobs' locks).
+ * Only one model call runs at a time: the model uses the CPU the process has, and two calls at once
+ * would only take turns.
  */
 export class ModelBatcher {
   private waiting: Waiting[] = [];
@@ -37,7 +42,7 @@ export class ModelBatcher {
 
   embed(texts: readonly string[]): Promise<Float32Array[]> {
     return new Promise((resolve, reject) => {
-      this.waiting.push({ texts, resolve, reject });
+      this.waiting.push({ texts, resolve, reject, done: [] });
       this.queued += texts.length;
       this.schedule();
     });
@@ -66,26 +71,40 @@ export class ModelBatcher {
   private async run(): Promise<void> {
     if (this.busy || this.waiting.length === 0) return;
     this.busy = true;
-    const batch: Waiting[] = [];
+    // Whole requests while they fit; a request bigger than a call fills what room is left.
+    const parts: { w: Waiting; count: number }[] = [];
     let n = 0;
-    while (this.waiting.length && (batch.length === 0 || n + this.waiting[0]!.texts.length <= this.maxTexts)) {
-      const next = this.waiting.shift()!;
-      n += next.texts.length;
-      batch.push(next);
+    for (const w of this.waiting) {
+      const left = w.texts.length - w.done.length;
+      const room = this.maxTexts - n;
+      const count = left <= room ? left : left > this.maxTexts ? room : 0;
+      if (count === 0) break;
+      parts.push({ w, count });
+      n += count;
+      if (n >= this.maxTexts) break;
     }
     this.queued -= n;
     try {
       const model = await this.model();
-      const vectors = await model.embed(batch.flatMap((w) => w.texts));
+      const vectors = await model.embed(parts.flatMap(({ w, count }) => w.texts.slice(w.done.length, w.done.length + count)));
       this.calls++;
       this.texts += n;
       let at = 0;
-      for (const w of batch) {
-        w.resolve(vectors.slice(at, at + w.texts.length));
-        at += w.texts.length;
+      for (const { w, count } of parts) {
+        w.done.push(...vectors.slice(at, at + count));
+        at += count;
       }
+      // Finished requests are answered; one with texts left goes to the back of the line.
+      const taken = new Set(parts.map((x) => x.w));
+      const unfinished = parts.filter(({ w }) => w.done.length < w.texts.length).map(({ w }) => w);
+      this.waiting = [...this.waiting.filter((w) => !taken.has(w)), ...unfinished];
+      for (const { w } of parts) if (w.done.length === w.texts.length) w.resolve(w.done);
     } catch (err) {
-      for (const w of batch) w.reject(err);
+      // A failed call fails every request it held a part of (texts of theirs not yet sent are dropped).
+      const failed = new Set(parts.map((x) => x.w));
+      for (const w of failed) this.queued -= w.texts.length - w.done.length - (parts.find((x) => x.w === w)?.count ?? 0);
+      this.waiting = this.waiting.filter((w) => !failed.has(w));
+      for (const w of failed) w.reject(err);
     } finally {
       this.busy = false;
       this.schedule();

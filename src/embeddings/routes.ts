@@ -15,7 +15,7 @@ import { costOf, LOCAL_MODELS, resolveModel } from './models.js';
 import { LOCAL_HASH_MODEL } from './local-hash.js';
 import { embeddingsBody, embeddingsResponseView, floatsBoundError, MAX_INPUT_TOKENS, MAX_REQUEST_TOKENS, parseEmbeddingsRequest } from './schema.js';
 import { countWithin } from './tokenizer.js';
-import { loadUseLiteTokenizer, USE_LITE_MODEL } from './use-lite-text.js';
+import { loadUseLiteTokenizer, USE_LITE_MAX_REQUEST_PIECES, USE_LITE_MAX_TOKENS, USE_LITE_MODEL } from './use-lite-text.js';
 
 const CREATED = 1_767_225_600; // 2026-01-01, the "created" of the built-in models
 
@@ -80,6 +80,13 @@ export function embeddingsRouter(p: Platform): ApiRouter {
           code: 'max_tokens_per_request',
         });
     }
+
+    // use-lite's cost is in its pieces (~0.6–0.8 ms of one core each): one request may not hold the model for more than ~10–13 s.
+    if (pieces && tokens.reduce((a, b) => a + b, 0) > USE_LITE_MAX_REQUEST_PIECES)
+      throw badRequest(
+        `The request has more than ${USE_LITE_MAX_REQUEST_PIECES} ${USE_LITE_MODEL} pieces in all (each input counts its pieces, at most ${USE_LITE_MAX_TOKENS}); send fewer inputs per request.`,
+        { param: 'input', code: 'max_tokens_per_request' },
+      );
 
     // Who pays, and who called what, for the call's consume or error row (src/logs).
     const payer = { userId: principal.user.id, token: { id: token.id, unlimited: token.unlimited_quota } };

@@ -92,6 +92,18 @@ describe('use-lite through /v1/embeddings', () => {
     expect(cosine(a!, b!)).toBeGreaterThan(0.9999);
   });
 
+  it('refuses a request of more than 16,384 pieces in all (the model would be held for more than ~13 s) with 400 max_tokens_per_request', async () => {
+    const long = 'the quick brown fox jumps over the lazy dog '.repeat(20); // well past 128 pieces: counts 128
+    const res = await t.anon.post(
+      '/v1/embeddings',
+      { model: 'use-lite', input: Array.from({ length: 129 }, (_, i) => `${i} ${long}`) },
+      { authorization: `Bearer ${key}` },
+    );
+    expect(res.status, res.text).toBe(400);
+    expect(res.body.error).toMatchObject({ code: 'max_tokens_per_request', param: 'input' });
+    expect(res.body.error.message).toMatch(/16384 use-lite pieces/);
+  });
+
   it('refuses Chinese text with a 400 naming the problem, and embeds it when the caller opts in', async () => {
     const v1 = t.anon.withAuth(`Bearer ${key}`);
     const refused = await v1.post('/v1/embeddings', { model: 'use-lite', input: ['An English sentence.', '您的验证码是 7351，5分钟内有效。'] });

@@ -50,11 +50,51 @@ describe('ModelBatcher', () => {
     expect(batches).toEqual([['a', 'b'], ['c']]);
   });
 
-  it('never puts more than maxTexts texts in a call, unless one request alone is bigger', async () => {
+  it('never puts more than maxTexts texts in a call: a bigger request is split, filling the room the others leave', async () => {
     const { batches, model } = recordingModel();
     const b = new ModelBatcher(async () => model, 4, 5);
-    await Promise.all([b.embed(['1', '2', '3']), b.embed(['4', '5']), b.embed(['6', '7', '8', '9', '10', '11'])]);
-    expect(batches.map((x) => x.length)).toEqual([3, 2, 6]);
+    const answers = await Promise.all([b.embed(['1', '2', '3']), b.embed(['4', '5']), b.embed(['6', '7', '8', '9', '10', '11'])]);
+    // [3] alone (the 2 do not fit beside it; small requests are never split); then the 2 and two of the big one's; then the rest.
+    expect(batches).toEqual([
+      ['1', '2', '3'],
+      ['4', '5', '6', '7'],
+      ['8', '9', '10', '11'],
+    ]);
+    expect(answers.map((a) => a.map((v) => v[0]))).toEqual([
+      [1, 1, 1],
+      [1, 1],
+      [1, 1, 1, 1, 2, 2],
+    ]);
+  });
+
+  it('a big request takes turns: one that arrives during its first call goes in the next, not after all of it', async () => {
+    const { batches, model } = recordingModel(20);
+    const b = new ModelBatcher(async () => model, 4);
+    const big = b.embed(Array.from({ length: 12 }, (_, i) => `big-${i}`));
+    await new Promise((r) => setTimeout(r, 5)); // the first call (4 of the big one's) is running
+    const small = b.embed(['small']);
+    await Promise.all([big, small]);
+    expect(batches.map((x) => x.length)).toEqual([4, 4, 4, 1]);
+    expect(batches[1]).toContain('small');
+    expect(batches.flat().filter((x) => x.startsWith('big-'))).toEqual(Array.from({ length: 12 }, (_, i) => `big-${i}`));
+  });
+
+  it('a failed call fails the requests it held a part of, including the rest of a big one, and the next call goes on', async () => {
+    let fail = true;
+    const seen: string[][] = [];
+    const model: BatchModel = {
+      async embed(texts) {
+        seen.push([...texts]);
+        if (fail) throw new Error('model broke');
+        return texts.map(() => new Float32Array(1));
+      },
+    };
+    const b = new ModelBatcher(async () => model, 2);
+    const results = await Promise.allSettled([b.embed(['a', 'b', 'c', 'd', 'e'])]);
+    expect(results[0]!.status).toBe('rejected');
+    expect(seen).toEqual([['a', 'b']]); // its other texts were dropped, not run
+    fail = false;
+    expect(await b.embed(['f'])).toHaveLength(1);
   });
 
   it('fails every call of a batch the model fails, and carries on with the next', async () => {
