@@ -6,7 +6,7 @@ import { AppError, toAppError } from '../src/errors.js';
 import type { JobDefinition } from '../src/jobs/define.js';
 import { OwnerSlots } from '../src/jobs/fairness.js';
 import type { Processor, ProcessorMap } from '../src/jobs/processor.js';
-import { processorMaps, queueWarmUps } from '../src/jobs/processors.js';
+import { processorMaps, queueStops, queueWarmUps } from '../src/jobs/processors.js';
 import { jobDefinitions } from '../src/jobs/registry.js';
 import {
   DELIVERED,
@@ -94,6 +94,7 @@ export async function startWorkers(p: Platform, queues: readonly QueueName[], ma
       let timer: NodeJS.Timeout | undefined;
       const timedOut = await Promise.race([graceful.then(() => false), new Promise<boolean>((r) => (timer = setTimeout(() => r(true), timeoutMs)))]);
       clearTimeout(timer);
+      for (const queue of queues) await queueStops[queue]?.(p);
       if (timedOut) {
         // Jobs still running are abandoned: dropping the connection stops their lock renewals,
         // the locks lapse and another worker runs them again. (close(true) would not help here:

@@ -85,7 +85,9 @@ function addTrigrams(counts: Map<string, number>, word: string) {
   }
 }
 
-const WEIGHTS: Record<string, number> = { w: W_WORD, b: W_BIGRAM, c: W_TRIGRAM };
+const WEIGHTS: Record<string, number> = { w: W_WORD, b: W_BIGRAM, c: W_TRIGRAM, e: W_TRIGRAM };
+/** The feature of blank text: no word, pair or trigram feature starts with "e:". */
+const BLANK = 'e:';
 
 /**
  * The features of a text with their counts, in first-occurrence order: for each token its word,
@@ -108,6 +110,9 @@ export function featureCounts(text: string): Map<string, number> {
     const squeezed = text.normalize('NFKC').toLowerCase().replace(/\s+/gu, '');
     if (squeezed) addTrigrams(counts, squeezed);
   }
+  // Blank text (spaces, tabs, U+3000…) has no features of its own: one feature of its own kind, so its
+  // vector is a unit vector like every other (a zero vector has no cosine), the same for every blank text.
+  if (counts.size === 0) counts.set(BLANK, 1);
   return counts;
 }
 
@@ -116,7 +121,7 @@ export function features(text: string): Map<string, { count: number; weight: num
   return new Map([...featureCounts(text)].map(([f, count]) => [f, { count, weight: WEIGHTS[f[0]!]! }]));
 }
 
-/** The embedding of `text` in `dimensions` buckets, L2-normalised (all zeros for empty text). */
+/** The embedding of `text` in `dimensions` buckets, L2-normalised (blank text too: it has a feature of its own). */
 export function embedLocalHash(text: string, dimensions = LOCAL_HASH_DEFAULT_DIMENSIONS): Float32Array {
   const acc = new Float64Array(dimensions);
   for (const [f, count] of featureCounts(text)) {

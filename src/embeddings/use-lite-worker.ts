@@ -9,7 +9,8 @@ import type { SentenceEncoder } from './use-lite.js';
 
 let loading: Promise<SentenceEncoder> | undefined;
 let batcher: ModelBatcher | undefined;
-let heartbeat: NodeJS.Timeout | undefined;
+/** Per platform (tests run several in one process): the timer saying every 10 s that this process has use-lite. */
+const heartbeats = new WeakMap<Platform, NodeJS.Timeout>();
 
 /** The model, loaded on first use (TF.js itself is imported only then); a failed load is tried again next time. */
 function model(): Promise<SentenceEncoder> {
@@ -49,7 +50,7 @@ export const READY_FOR_MS = 30_000;
 
 /** Once the model is loaded: tells Redis every 10 s that this process has it (the API's /readyz counts them). */
 export function announceUseLite(p: Platform): void {
-  if (heartbeat) return;
+  if (heartbeats.has(p)) return;
   const me = `${os.hostname()}:${process.pid}`;
   const beat = () => {
     const now = Date.now();
@@ -61,7 +62,16 @@ export function announceUseLite(p: Platform): void {
       .catch(() => {});
   };
   beat();
-  heartbeat = setInterval(beat, READY_EVERY_MS).unref();
+  heartbeats.set(p, setInterval(beat, READY_EVERY_MS).unref());
+}
+
+/** Worker stop: this process no longer says it has use-lite (/readyz counts the others at once, not 30 s later). */
+export async function withdrawUseLite(p: Platform): Promise<void> {
+  const heartbeat = heartbeats.get(p);
+  if (!heartbeat) return;
+  clearInterval(heartbeat);
+  heartbeats.delete(p);
+  await p.redis.zrem(useLiteReadyKey(p), `${os.hostname()}:${process.pid}`).catch(() => {});
 }
 
 /** Worker start (USE_LITE_PRELOAD): load the model before taking jobs, so the first call does not wait ~1 s for it. */

@@ -1,7 +1,7 @@
 // Every area's processors, by area: what worker processes run (the API never loads this).
 import os from 'node:os';
 import { contentProcessors } from '../content/processors.js';
-import { embeddingsProcessors, warmUpEmbeddings } from '../embeddings/processors.js';
+import { embeddingsProcessors, stopEmbeddings, warmUpEmbeddings } from '../embeddings/processors.js';
 import type { QueueName } from '../config.js';
 import type { Platform } from '../platform.js';
 import { mailProcessors, warmUpMail } from '../mail/processors.js';
@@ -22,4 +22,9 @@ export const processorMaps: Record<string, ProcessorMap> = {
 export const queueWarmUps: Partial<Record<QueueName, (p: Platform) => Promise<void>>> = {
   embeddings: warmUpEmbeddings,
   mail: warmUpMail,
+};
+
+/** What a worker undoes when it stops consuming a queue (after its jobs ended): readiness it announced. */
+export const queueStops: Partial<Record<QueueName, (p: Platform) => Promise<void>>> = {
+  embeddings: stopEmbeddings,
 };

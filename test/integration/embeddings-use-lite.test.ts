@@ -3,7 +3,7 @@
 // process's workers (USE_LITE_PRELOAD=false here: it loads on the first call).
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { useLiteBatcher } from '../../src/embeddings/use-lite-worker.js';
+import { useLiteBatcher, useLiteReadyKey } from '../../src/embeddings/use-lite-worker.js';
 import { HttpClient } from '../helpers/http.js';
 import { startTestApp, type TestApp } from '../helpers/services.js';
 
@@ -165,4 +165,12 @@ describe('use-lite at a price (LOCAL_MODEL_PRICE=1000: a quota per piece)', () =
     expect(short.status, short.text).toBe(403);
     expect(await user()).toEqual({ quota: 2, used_quota: 128 });
   }, 60_000);
+
+  it("a worker that stops takes itself off /readyz's count of use-lite workers at once (not 30 s later)", async () => {
+    // Its worker said it has the model when it ran the calls of the test before.
+    const key = useLiteReadyKey(priced.platform);
+    expect(await t.platform.redis.zcard(key)).toBe(1);
+    await priced.close();
+    expect(await t.platform.redis.zcard(key)).toBe(0);
+  });
 });

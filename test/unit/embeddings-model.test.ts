@@ -86,7 +86,14 @@ describe('local-hash-v1 never changes', () => {
       expect(Math.abs(Math.sqrt(cosine(v, v)) - 1)).toBeLessThan(1e-6);
     }
     expect(fingerprint(embedLocalHash('same', 384))).toBe(fingerprint(embedLocalHash('same', 384)));
-    expect(Array.from(embedLocalHash('   ', 4))).toEqual([0, 0, 0, 0]);
+  });
+
+  it('gives blank text (spaces, tabs, U+3000, U+00A0, U+FEFF) a unit vector, the same for all of it, not zeros', () => {
+    const blank = ['   ', '\t\n', '\u3000', '\u00a0', '\ufeff'].map((text) => embedLocalHash(text, 384));
+    for (const v of blank) {
+      expect(Math.abs(Math.sqrt(cosine(v, v)) - 1)).toBeLessThan(1e-6);
+      expect(Array.from(v)).toEqual(Array.from(blank[0]!));
+    }
   });
 });
 
