@@ -70,7 +70,7 @@ export async function createPlatform(config: Config, log: Logger, opts: Platform
     auth,
     keyPrefix: config.QUEUE_PREFIX,
     keys: redisKeys(config),
-    channels: new ChannelDirectory(db),
+    channels: new ChannelDirectory(db, undefined, (err) => log.warn({ err }, 'could not write channel usage')),
     usage: new UsageRecorder(db, log),
     ledger: new QuotaLedger(db, { reservationTtlMs: Math.max(config.QUOTA_RESERVATION_TTL_MS, config.SYNC_WAIT_MS + 5_000) }),
     async close() {

@@ -90,11 +90,12 @@ export async function startWorkers(p: Platform, queues: readonly QueueName[], ma
     workers,
     async close(timeoutMs) {
       sweeper.stop();
+      // Taking no more jobs from here on: readiness it announced goes first.
+      for (const queue of queues) await queueStops[queue]?.(p);
       const graceful = Promise.all(workers.map((w) => w.close()));
       let timer: NodeJS.Timeout | undefined;
       const timedOut = await Promise.race([graceful.then(() => false), new Promise<boolean>((r) => (timer = setTimeout(() => r(true), timeoutMs)))]);
       clearTimeout(timer);
-      for (const queue of queues) await queueStops[queue]?.(p);
       if (timedOut) {
         // Jobs still running are abandoned: dropping the connection stops their lock renewals,
         // the locks lapse and another worker runs them again. (close(true) would not help here:

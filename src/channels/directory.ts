@@ -17,6 +17,9 @@ export interface ChannelEntry {
   status: number;
 }
 
+/** Failed writes in a row after which a channel's unwritten usage is dropped. */
+const MAX_FLUSH_FAILURES = 10;
+
 export type ModelAvailability = { kind: 'unknown' } | { kind: 'no-channel' } | { kind: 'no-price' } | { kind: 'ok'; price: number; channels: ChannelEntry[] };
 
 /**
@@ -30,6 +33,8 @@ export class ChannelDirectory {
   constructor(
     private readonly db: Db,
     private readonly ttlMs = 2_000,
+    /** Told when a background flush fails (the sums are kept for the next one). */
+    private readonly onFlushError: (err: unknown) => void = () => {},
   ) {}
 
   invalidate() {
@@ -39,13 +44,14 @@ export class ChannelDirectory {
   // Quota spent through each channel, added up here and written once a second: one UPDATE per call on
   // the same channels row would make every relayed call wait its turn for that row (and for a commit).
   private spent = new Map<number, number>();
+  private readonly failures = new Map<number, number>();
   private spendTimer?: NodeJS.Timeout;
 
   /** Adds quota spent through a channel to its used_quota (within a second, or at flushUsage). */
   recordUsage(id: number, quota: number): void {
     if (quota <= 0) return;
     this.spent.set(id, (this.spent.get(id) ?? 0) + quota);
-    this.spendTimer ??= setTimeout(() => void this.flushUsage().catch(() => {}), 1_000).unref();
+    this.spendTimer ??= setTimeout(() => void this.flushUsage().catch(this.onFlushError), 1_000).unref();
   }
 
   async flushUsage(): Promise<void> {
@@ -57,10 +63,19 @@ export class ChannelDirectory {
     for (const [id, quota] of spent) {
       try {
         await addChannelUsage(this.db, id, quota);
+        this.failures.delete(id);
       } catch (err) {
-        // Kept for the next flush; the other channels' spend is written regardless.
-        this.recordUsage(id, quota);
         failed ??= err;
+        // Kept for the next flush (the database may be back by then), but not for ever: a sum that cannot be
+        // written ten times running (one past bigint, say) is dropped, and the error says so.
+        const n = (this.failures.get(id) ?? 0) + 1;
+        if (n < MAX_FLUSH_FAILURES) {
+          this.failures.set(id, n);
+          this.recordUsage(id, quota);
+        } else {
+          this.failures.delete(id);
+          failed = new Error(`channel ${id}: ${quota} quota of used_quota dropped after ${n} failed writes (${(err as Error).message})`);
+        }
       }
     }
     if (failed) throw failed;

@@ -41,6 +41,7 @@ export class ModelBatcher {
   ) {}
 
   embed(texts: readonly string[]): Promise<Float32Array[]> {
+    if (texts.length === 0) return Promise.resolve([]);
     return new Promise((resolve, reject) => {
       this.waiting.push({ texts, resolve, reject, done: [] });
       this.queued += texts.length;
@@ -107,7 +108,10 @@ export class ModelBatcher {
       for (const w of failed) w.reject(err);
     } finally {
       this.busy = false;
-      this.schedule();
+      // The next call starts in a later turn of the event loop, never straight away: the model's calls do
+      // not yield to it (TF.js's wasm kernels run synchronously), and between two calls the process must
+      // take in new jobs (which join the line) and renew its jobs' locks.
+      setImmediate(() => this.schedule());
     }
   }
 }

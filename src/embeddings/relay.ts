@@ -97,6 +97,9 @@ async function coolDown(p: Platform, channel: number, waitMs: number): Promise<v
   await p.redis.set(cooldownKey(p, channel), String(until), 'PX', Math.max(1, Math.ceil(waitMs))).catch(() => {});
 }
 
+/** The most of a call's wait kept for the next channel while one is tried. */
+const FAILOVER_RESERVE_MS = 10_000;
+
 /** How long a channel that timed out is tried after the others (in this process): not set aside, since it may be the only one that answers. */
 const SLOW_FOR_MS = 30_000;
 const slowSeen = new WeakMap<Platform, Map<number, number>>();
@@ -226,18 +229,15 @@ function postUpstream(
 const MAX_DIMENSIONS = 16_384;
 
 /**
- * The upstream's prompt_tokens, which the call is charged for: a whole number, and not past what its inputs
- * could plausibly be in any tokenizer (4 of ours each, plus 16 per input for the tokens some models add,
- * plus 64). Missing: null (our count is used). Anything else makes the answer unusable: a channel that
- * reports 9e15 tokens must not empty its callers' balances.
+ * The tokens a relayed call is charged for: the upstream's usage.prompt_tokens, read as a whole number and
+ * held to what its inputs could plausibly be in any tokenizer — 4 of ours each, plus 16 per input for the
+ * tokens some models add, plus 64 — so that a channel reporting 9e15 tokens cannot empty its callers'
+ * balances (its vectors are still good: the call is answered, and charged the bound). A count that is not
+ * a number of tokens at all (missing, negative, fractional, a string) gives null: ours is used.
  */
 export function reportedTokens(reported: unknown, ours: number, inputs: number): number | null {
-  if (reported === undefined || reported === null) return null;
-  const bound = 4 * ours + 16 * inputs + 64;
-  if (typeof reported !== 'number' || !Number.isSafeInteger(reported) || reported < 0)
-    throw new Error(`its usage.prompt_tokens (${String(reported).slice(0, 40)}) is not a whole number of tokens`);
-  if (reported > bound) throw new Error(`its usage.prompt_tokens (${reported}) is past what ${ours} tokens of input could be (at most ${bound})`);
-  return reported;
+  if (typeof reported !== 'number' || !Number.isSafeInteger(reported) || reported < 0) return null;
+  return Math.min(reported, 4 * ours + 16 * inputs + 64);
 }
 
 /** An answer this channel will give again whatever we do (e.g. it ignores `dimensions`): no point asking it twice. */
@@ -276,7 +276,8 @@ function parseVectors(body: unknown, expected: number, dimensions?: number): Buf
   });
   // Without `dimensions` asked for, the first vector's length is the answer's: one call's vectors are of one model.
   for (const v of out)
-    if (v.length !== out[0]!.length) throw new Error(`its embeddings are not all of one length (${out[0]!.length / 4} and ${v.length / 4} dimensions)`);
+    if (v.length !== out[0]!.length)
+      throw new UnusableAnswer(`its embeddings are not all of one length (${out[0]!.length / 4} and ${v.length / 4} dimensions)`);
   return out;
 }
 
@@ -341,8 +342,9 @@ export async function relayEmbeddings(
   const policy = outboundPolicy(p.config.OUTBOUND_ALLOWLIST);
   for (const [n, ch] of usable.entries()) {
     const left = deadline - Date.now();
-    // With another channel still to try, this one gets at most half of what is left: a channel that hangs leaves time to fail over.
-    const budget = Math.min(p.config.UPSTREAM_TIMEOUT_MS, n < usable.length - 1 ? left / 2 : left);
+    // With another channel still to try, this one leaves a third of what is left (at most 10 s) for it: a channel that
+    // hangs leaves time to fail over, and a slow one that answers still has most of the wait.
+    const budget = Math.min(p.config.UPSTREAM_TIMEOUT_MS, n < usable.length - 1 ? left - Math.min(left / 3, FAILOVER_RESERVE_MS) : left);
     if (left <= 0) throw relayTimedOut();
     // base64 unless the channel refused it: float32 bits as they are, a third of the bytes of printed floats, no numbers to parse.
     const format = floatOnly.has(channelKey(ch)) ? 'float' : 'base64';

@@ -198,6 +198,11 @@ export async function billedUpstreamCall<T>(
   const settled = p.config.EMBEDDINGS_CACHE
     ? calls.finish({ model: model.name, dimensions: dims, rows: answer.fresh, settle: ledgerOps.settle(reservation, actual, consume) })
     : p.ledger.settle(reservation, actual, consume);
+  // Charged: the channel's spend counts (a call refunded below never does), whether or not its answer can be printed.
+  settled.then(
+    () => answer.channelId !== undefined && p.channels.recordUsage(answer.channelId, answer.channelQuota ?? 0),
+    () => {},
+  );
   // Printing the vectors overlaps the statement's round trip; nothing is answered before it commits.
   let response: T;
   try {
@@ -209,8 +214,6 @@ export async function billedUpstreamCall<T>(
       throw err;
     });
   }
-  // Charged: the channel's spend counts now (a call refunded above never does).
-  if (answer.channelId !== undefined) p.channels.recordUsage(answer.channelId, answer.channelQuota ?? 0);
   return response;
 }
 

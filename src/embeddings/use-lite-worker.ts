@@ -11,6 +11,8 @@ let loading: Promise<SentenceEncoder> | undefined;
 let batcher: ModelBatcher | undefined;
 /** Per platform (tests run several in one process): the timer saying every 10 s that this process has use-lite. */
 const heartbeats = new WeakMap<Platform, NodeJS.Timeout>();
+/** Platforms whose worker has stopped: a job still finishing there must not say so again. */
+const withdrawn = new WeakSet<Platform>();
 
 /** The model, loaded on first use (TF.js itself is imported only then); a failed load is tried again next time. */
 function model(): Promise<SentenceEncoder> {
@@ -50,7 +52,7 @@ export const READY_FOR_MS = 30_000;
 
 /** Once the model is loaded: tells Redis every 10 s that this process has it (the API's /readyz counts them). */
 export function announceUseLite(p: Platform): void {
-  if (heartbeats.has(p)) return;
+  if (heartbeats.has(p) || withdrawn.has(p)) return;
   const me = `${os.hostname()}:${process.pid}`;
   const beat = () => {
     const now = Date.now();
@@ -67,6 +69,7 @@ export function announceUseLite(p: Platform): void {
 
 /** Worker stop: this process no longer says it has use-lite (/readyz counts the others at once, not 30 s later). */
 export async function withdrawUseLite(p: Platform): Promise<void> {
+  withdrawn.add(p);
   const heartbeat = heartbeats.get(p);
   if (!heartbeat) return;
   clearInterval(heartbeat);

@@ -9,7 +9,7 @@ export interface UpstreamCall {
 }
 
 export type Behaviour =
-  | { kind: 'ok'; reportUsage?: boolean }
+  | { kind: 'ok'; reportUsage?: boolean /** Answers after this long. */; delayMs?: number }
   /** An error status (with extra headers); after `times` answers (if given) it answers ok again. */
   | { kind: 'status'; status: number; retryAfter?: string; message?: string; headers?: Record<string, string>; times?: number }
   | { kind: 'hang' }
@@ -70,15 +70,19 @@ export class FakeOpenAI {
         const inputs: string[] = Array.isArray(body.input) ? body.input : [body.input];
         const dims = body.dimensions ?? 4;
         const encode = (v: number[]) => (format === 'base64' && this.encodings === 'openai' ? Buffer.from(Float32Array.from(v).buffer).toString('base64') : v);
-        res.writeHead(200, { 'content-type': 'application/json' });
-        res.end(
-          JSON.stringify({
-            object: 'list',
-            data: inputs.map((text, index) => ({ object: 'embedding', index, embedding: encode(this.fixed.get(text) ?? fakeVector(text, dims)) })).reverse(),
-            model: body.model,
-            ...(b.reportUsage === false ? {} : { usage: { prompt_tokens: inputs.length * 10, total_tokens: inputs.length * 10 } }),
-          }),
-        );
+        const answer = () => {
+          res.writeHead(200, { 'content-type': 'application/json' });
+          res.end(
+            JSON.stringify({
+              object: 'list',
+              data: inputs.map((text, index) => ({ object: 'embedding', index, embedding: encode(this.fixed.get(text) ?? fakeVector(text, dims)) })).reverse(),
+              model: body.model,
+              ...(b.reportUsage === false ? {} : { usage: { prompt_tokens: inputs.length * 10, total_tokens: inputs.length * 10 } }),
+            }),
+          );
+        };
+        if (b.delayMs) setTimeout(answer, b.delayMs);
+        else answer();
       });
     });
     await new Promise<void>((r) => this.server!.listen(0, '127.0.0.1', () => r()));

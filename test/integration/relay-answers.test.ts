@@ -2,6 +2,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { retryAfterMs } from '../../src/embeddings/relay.js';
 import { ChannelDirectory } from '../../src/channels/directory.js';
+import { count } from '../../src/embeddings/tokenizer.js';
 import { HttpClient } from '../helpers/http.js';
 import { startTestApp, type TestApp } from '../helpers/services.js';
 import { FakeOpenAI, type UpstreamCall } from '../helpers/fake-openai.js';
@@ -92,28 +93,27 @@ describe('answers the relay refuses (502, nothing charged, nothing cached)', () 
     });
   }
 
-  for (const tokens of ['1e400', '1.5', '-3', '"12"', '9000000000000000']) {
-    it(`usage.prompt_tokens of ${tokens} (not a whole number of tokens, or past any tokenizer's count for the input)`, async () => {
-      up.behaviour = {
-        kind: 'raw',
-        status: 200,
-        body: () => `{"object":"list","data":[{"object":"embedding","index":0,"embedding":"${b64([0.1, 0.2])}"}],"usage":{"prompt_tokens":${tokens}}}`,
-      };
-      const before = await quota();
-      const res = await v1({ input: 'count me' });
-      expect(res.status, res.text).toBe(502);
-      expect(res.body.error.message).toMatch(/prompt_tokens/);
-      expect(await quota()).toBe(before);
-      expect(await t.platform.db('embedding_cache').where({ model: 'answers-model' })).toEqual([]);
-    });
-  }
-
   it('vectors of another length than the `dimensions` asked for: the channel is not asked again in later rounds', async () => {
     up.behaviour = { kind: 'raw', status: 200, body: () => answer([{ object: 'embedding', index: 0, embedding: b64([0.1, 0.2, 0.3, 0.4]) }]) };
     const res = await v1({ input: 'dims ignored', dimensions: 2 });
     expect(res.status, res.text).toBe(502);
     expect(res.body.error.message).toMatch(/4 dimensions, not the 2 asked for/);
     expect(up.calls).toHaveLength(1); // not three rounds of paid upstream calls for the same answer
+  });
+
+  it('vectors of different lengths in one answer: 502 after one round (the channel would only answer it again)', async () => {
+    up.behaviour = {
+      kind: 'raw',
+      status: 200,
+      body: () =>
+        answer([
+          { object: 'embedding', index: 0, embedding: b64([0.1, 0.2, 0.3]) },
+          { object: 'embedding', index: 1, embedding: b64([0.1, 0.2]) },
+        ]),
+    };
+    const res = await v1({ input: ['one length', 'another length'] });
+    expect(res.status, res.text).toBe(502);
+    expect(up.calls).toHaveLength(1);
   });
 
   it('an answer past its size bound is cut off: 502, and the process goes on', async () => {
@@ -151,6 +151,31 @@ describe('answers the relay takes', () => {
     expect(res.status, res.text).toBe(200);
     expect(res.body.usage.prompt_tokens).toBe(40);
     expect(before - (await quota())).toBe(40); // price 1000: a quota per token
+  });
+
+  const withUsage = (tokens: string) => () =>
+    `{"object":"list","data":[{"object":"embedding","index":0,"embedding":"${b64([0.1, 0.2])}"}],"usage":{"prompt_tokens":${tokens}}}`;
+  for (const tokens of ['1e400', '1.5', '-3', '"12"', 'null']) {
+    it(`usage.prompt_tokens of ${tokens} is not a number of tokens: the call is answered and charged our own count`, async () => {
+      up.behaviour = { kind: 'raw', status: 200, body: withUsage(tokens) };
+      const input = `count me ${tokens}`;
+      const before = await quota();
+      const res = await v1({ input });
+      expect(res.status, res.text).toBe(200);
+      expect(res.body.usage.prompt_tokens).toBe(count(input));
+      expect(before - (await quota())).toBe(count(input)); // price 1000: a quota per token
+    });
+  }
+
+  it('usage.prompt_tokens past anything the input could be (9e15) is held to 4 × our count + 16 per input + 64: answered, and charged that', async () => {
+    up.behaviour = { kind: 'raw', status: 200, body: withUsage('9000000000000000') };
+    const input = 'drain my balance';
+    const bound = 4 * count(input) + 16 + 64;
+    const before = await quota();
+    const res = await v1({ input });
+    expect(res.status, res.text).toBe(200);
+    expect(res.body.usage.prompt_tokens).toBe(bound);
+    expect(before - (await quota())).toBe(bound);
   });
 
   it('a lone surrogate is sent, counted and cached as U+FFFD: the same text as the one written with U+FFFD', async () => {
@@ -273,25 +298,29 @@ describe('a channel that hangs, with the default UPSTREAM_TIMEOUT_MS (longer tha
   let app: TestApp;
   let hangs: FakeOpenAI;
   let answers: FakeOpenAI;
+  let slowOne: FakeOpenAI;
+  let rootKey: string;
   beforeAll(async () => {
+    slowOne = await new FakeOpenAI().start();
     hangs = await new FakeOpenAI().start();
     answers = await new FakeOpenAI().start();
     hangs.behaviour = { kind: 'hang' };
     app = await startTestApp({ env: { SYNC_WAIT_MS: '2000', UPSTREAM_TIMEOUT_MS: '30000' } });
+    await app.platform.db('users').where({ username: 'root' }).update({ quota: 1_000_000 });
+    rootKey = (await app.root.post('/api/token/', { name: 'hang', unlimited_quota: true })).body.data.key;
   });
   afterAll(async () => {
     await app?.close();
     await hangs?.stop();
     await answers?.stop();
+    await slowOne?.stop();
   });
 
-  it('gets half of the wait, and the next channel answers; later calls ask the answering channel first', async () => {
+  it('gets two thirds of the wait, and the next channel answers; later calls ask the answering channel first', async () => {
     await prioritized(app, 'hang-duo', [
       [hangs, 10],
       [answers, 5],
     ]);
-    await app.platform.db('users').where({ username: 'root' }).update({ quota: 1_000_000 });
-    const rootKey = (await app.root.post('/api/token/', { name: 'hang', unlimited_quota: true })).body.data.key;
     const call = (input: string) => app.anon.post('/v1/embeddings', { model: 'hang-duo', input }, { authorization: `Bearer ${rootKey}` });
     const res = await call('first call');
     expect(res.status, res.text).toBe(200);
@@ -301,6 +330,20 @@ describe('a channel that hangs, with the default UPSTREAM_TIMEOUT_MS (longer tha
     expect(again.status, again.text).toBe(200);
     expect(hangs.calls).toHaveLength(1); // not waited on again
     expect(answers.calls).toHaveLength(2);
+  });
+
+  it('a slow channel that answers within two thirds of the wait is waited for, though another channel remains', async () => {
+    const model = 'slow-duo';
+    await prioritized(app, model, [
+      [slowOne, 10],
+      [answers, 5],
+    ]);
+    slowOne.behaviour = { kind: 'ok', reportUsage: true, delayMs: 1_100 }; // the wait is 2 s: 1.33 s for the first channel
+    const before = answers.calls.length;
+    const res = await app.anon.post('/v1/embeddings', { model, input: 'take your time' }, { authorization: `Bearer ${rootKey}` });
+    expect(res.status, res.text).toBe(200);
+    expect(slowOne.calls).toHaveLength(1);
+    expect(answers.calls.length).toBe(before); // not called: the slow one answered
   });
 });
 

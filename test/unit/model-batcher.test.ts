@@ -79,6 +79,35 @@ describe('ModelBatcher', () => {
     expect(batches.flat().filter((x) => x.startsWith('big-'))).toEqual(Array.from({ length: 12 }, (_, i) => `big-${i}`));
   });
 
+  it('lets the event loop turn between the calls of a big request, so a call made meanwhile (from a timer) goes before its end', async () => {
+    const batches: string[][] = [];
+    // As TF.js's wasm kernels do: the work is synchronous, and the promise is already settled.
+    const model: BatchModel = {
+      embed(texts) {
+        batches.push([...texts]);
+        const until = performance.now() + 15;
+        while (performance.now() < until) {
+          // busy, as the model is
+        }
+        return Promise.resolve(texts.map(() => new Float32Array(1)));
+      },
+    };
+    const b = new ModelBatcher(async () => model, 4);
+    const big = b.embed(Array.from({ length: 16 }, (_, i) => `big-${i}`));
+    const small = new Promise<Float32Array[]>((resolve) => setTimeout(() => resolve(b.embed(['small'])), 0));
+    await Promise.all([big, small]);
+    const at = batches.findIndex((x) => x.includes('small'));
+    expect(at).toBeGreaterThan(-1);
+    expect(at).toBeLessThan(batches.length - 1); // not after the whole of the big one
+  });
+
+  it('answers an empty request at once, with no model call', async () => {
+    const { batches, model } = recordingModel();
+    const b = new ModelBatcher(async () => model);
+    expect(await b.embed([])).toEqual([]);
+    expect(batches).toEqual([]);
+  });
+
   it('a failed call fails the requests it held a part of, including the rest of a big one, and the next call goes on', async () => {
     let fail = true;
     const seen: string[][] = [];
