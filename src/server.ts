@@ -1,6 +1,6 @@
 // API entry point: `npm start` (API plus in-process workers) and `npm run api` (API alone).
 import type { Server } from 'node:http';
-import { createApp } from './http/app.js';
+import { answerClientErrors, createApp } from './http/app.js';
 import { runProcess, type Running } from './process.js';
 
 const mode = process.argv[2] === 'api' ? 'api' : 'all';
@@ -22,6 +22,7 @@ await runProcess(
       s.once('error', reject);
     });
     server.keepAliveTimeout = 65_000;
+    answerClientErrors(server);
     const address = server.address();
     const port = typeof address === 'object' && address ? address.port : p.config.PORT;
     p.log.info(

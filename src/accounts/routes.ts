@@ -84,8 +84,11 @@ export function accountsRouter(p: Platform): ApiRouter {
     if (body.display_name !== undefined) patch.display_name = body.display_name;
     if (body.email !== undefined) patch.email = body.email || null;
     if (body.password !== undefined) {
-      if (!body.original_password || !(await verifyPassword(row.password_hash, body.original_password))) {
+      if (!body.original_password) {
         throw badRequest('original_password: the current password is required to set a new one', { param: 'original_password' });
+      }
+      if (!(await verifyPassword(row.password_hash, body.original_password))) {
+        throw badRequest('original_password: that is not your current password', { param: 'original_password' });
       }
       patch.password_hash = await hashPassword(body.password);
     }
@@ -136,6 +139,7 @@ export function accountsRouter(p: Platform): ApiRouter {
         unknown: 'Invalid redemption code',
         used: 'This redemption code has already been used',
         disabled: 'This redemption code is disabled',
+        too_much: `This code would take your quota past ${Number.MAX_SAFE_INTEGER}, the largest a balance can hold; it was not used`,
       }[outcome.reason];
       throw badRequest(message, { code: `redemption_${outcome.reason}` });
     }

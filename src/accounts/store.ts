@@ -245,13 +245,23 @@ export async function updateRedemption(db: Db, id: number, patch: Partial<Pick<R
 
 export const deleteRedemption = async (db: Db, id: number) => (await db('redemptions').where({ id }).delete().returning('id')).length > 0;
 
-export type RedeemOutcome = { ok: true; quota: number } | { ok: false; reason: 'unknown' | 'used' | 'disabled' };
+export type RedeemOutcome = { ok: true; quota: number } | { ok: false; reason: 'unknown' | 'used' | 'disabled' | 'too_much' };
 
 /**
  * Credits a code to a user exactly once. The claim is one conditional UPDATE (status 1 → 3): under
  * concurrency Postgres re-checks the condition after the row lock, so only one claim matches.
  */
+class RedeemRefused extends Error {}
+
 export async function redeemCode(db: Db, key: string, userId: number): Promise<RedeemOutcome> {
+  return redeemWithin(db, key, userId).catch((err) => {
+    // The claim is rolled back with the credit: the code stays unused.
+    if (err instanceof RedeemRefused) return { ok: false, reason: 'too_much' } as const;
+    throw err;
+  });
+}
+
+function redeemWithin(db: Db, key: string, userId: number): Promise<RedeemOutcome> {
   return db.transaction(async (trx) => {
     const claimed = await trx<RedemptionRow>('redemptions')
       .where({ key, status: REDEMPTION_STATUS.unused })
@@ -263,7 +273,13 @@ export async function redeemCode(db: Db, key: string, userId: number): Promise<R
       return { ok: false, reason: row.status === REDEMPTION_STATUS.disabled ? 'disabled' : 'used' };
     }
     const quota = Number(claimed[0]!.quota);
-    await trx('users').where({ id: userId }).increment('quota', quota).update({ updated_at: trx.fn.now() });
+    // A balance stays a number JavaScript (and the API's JSON readers) hold exactly: past 2^53 − 1 the code is not spent.
+    const credited = await trx('users')
+      .where({ id: userId })
+      .andWhere('quota', '<=', Number.MAX_SAFE_INTEGER - quota)
+      .increment('quota', quota)
+      .update({ updated_at: trx.fn.now() });
+    if (!credited) throw new RedeemRefused();
     // The top-up row commits with the credit: the code's id and name, never the code.
     await insertLogs(trx, [redemptionEntry(userId, { id: claimed[0]!.id, name: claimed[0]!.name, quota })]);
     return { ok: true, quota };

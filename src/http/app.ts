@@ -1,5 +1,7 @@
 // The Koa app, composed in one place: request id and logs, errors, body, then each area's routes.
 import crypto from 'node:crypto';
+import type { Server } from 'node:http';
+import type { Duplex } from 'node:stream';
 import Koa from 'koa';
 import { Router } from '@koa/router';
 import type { Platform } from '../platform.js';
@@ -102,4 +104,29 @@ function notFoundOrNotAllowed(root: Router): Koa.Middleware {
     }
     throw new AppError(405, `Method ${ctx.method} not allowed for ${ctx.path} (allowed: ${allow})`, { code: 'method_not_allowed', headers: { Allow: allow } });
   };
+}
+
+/**
+ * Requests Node's HTTP parser refuses before Koa sees them (a malformed request line or header, headers
+ * past the size limit, a request that took too long to arrive) answered in JSON like every other error —
+ * Node's own answer has no body. The area is not known yet, so the body carries both shapes: one-api's
+ * {success, message} and OpenAI's {error}.
+ */
+export function answerClientErrors(server: Server): void {
+  server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
+    if (err.code === 'ECONNRESET' || !socket.writable) {
+      socket.destroy();
+      return;
+    }
+    const [status, reason, message] =
+      err.code === 'HPE_HEADER_OVERFLOW'
+        ? [431, 'Request Header Fields Too Large', 'The request headers (the URL included) are too large.']
+        : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+          ? [408, 'Request Timeout', 'The request took too long to arrive.']
+          : [400, 'Bad Request', 'The request is not valid HTTP.'];
+    const body = JSON.stringify({ success: false, message, error: { message, type: 'invalid_request_error', param: null, code: 'bad_http_request' } });
+    socket.end(
+      `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    );
+  });
 }

@@ -152,13 +152,23 @@ export function jobsRouter(p: Platform): ApiRouter {
     ctx.body = { jobs, nextCursor: more && before !== undefined ? String(before) : null };
   });
 
-  /** The job, if the caller may see it: its submitter or an admin. Anyone else: 404. */
+  /**
+   * The job, if the caller may see it: its submitter; root; an admin when the submitter's role is below
+   * theirs (a job's payload and result are its submitter's data: mail bodies, texts). A job of no one
+   * (shared work, such as embeddings calls of several users gathered into one job): root only. Anyone
+   * else: 404, as for a job that does not exist.
+   */
   async function visibleJob(ctx: Context) {
     const principal = await authorize(ctx, p);
     const id = String(ctx.params.id ?? '');
     const job = /^[A-Za-z0-9._-]{1,200}$/.test(id) ? await p.jobs.getJob(id) : undefined;
-    const data = job?.data as JobEnvelope | undefined;
-    if (!job || (data?.owner !== principal.user.id && principal.user.role < ROLE.admin)) throw notFound('Job not found');
+    if (!job) throw notFound('Job not found');
+    const owner = (job.data as JobEnvelope | undefined)?.owner ?? null;
+    const me = principal.user;
+    if (owner === me.id || me.role >= ROLE.root) return job;
+    if (me.role < ROLE.admin || owner === null) throw notFound('Job not found');
+    const submitter = await getUser(p.db, owner);
+    if (submitter && submitter.role >= me.role) throw notFound('Job not found');
     return job;
   }
 
@@ -187,7 +197,7 @@ export function jobsRouter(p: Platform): ApiRouter {
   const one = {
     method: 'get',
     path: '/api/jobs/:id',
-    summary: 'A job you submitted (admins: any)',
+    summary: 'A job you submitted (admins: those of users below their role; root: any)',
     auth: 'user',
     responses: { 200: ok('the job', jobView), 404: ok('unknown, expired or not yours', plainError) },
   } as const;

@@ -92,13 +92,17 @@ export function mailRouter(p: Platform): ApiRouter {
   const list = {
     method: 'get',
     path: '/api/mail/accounts',
-    summary: 'Your accounts (admins: all), never their secrets',
+    summary: 'Your accounts (admins: also those of users below them), never their secrets; pages of up to 1,000 (p, page_size), X-Total-Count',
     auth: 'user',
-    responses: { 200: ok('accounts', z.array(s.accountView)) },
+    query: s.accountsPage,
+    responses: { 200: ok('accounts; X-Total-Count', z.array(s.accountView)), 400: ok('invalid page', plainError) },
   } as const;
   router.endpoint(list, async (ctx) => {
     const principal = await authorize(ctx, p);
-    ctx.body = (await store.listAccounts(p.db, viewer(principal))).map(store.publicAccount);
+    const q = parse(s.accountsPage, ctx.query);
+    const { rows, total } = await store.listAccounts(p.db, viewer(principal), { offset: q.p * q.page_size, limit: q.page_size });
+    ctx.set('X-Total-Count', String(total));
+    ctx.body = rows.map(store.publicAccount);
   });
 
   const remove = {
@@ -131,6 +135,10 @@ export function mailRouter(p: Platform): ApiRouter {
     const body = parse(s.importBody, ctx.request.body ?? '');
     const raw = typeof body === 'string' ? body : body.lines;
     const lines = Array.isArray(raw) ? raw : raw.split(/\r?\n/);
+    if (lines.length > s.MAX_IMPORT_LINES)
+      throw badRequest(`lines: at most ${s.MAX_IMPORT_LINES} lines per import (this has ${lines.length}); send the rest in another request`, {
+        param: 'lines',
+      });
     const servers = typeof body === 'string' ? {} : { imap: body.imap, smtp: body.smtp };
     await vetHosts({ 'imap.host': servers.imap?.host, 'smtp.host': servers.smtp?.host });
     const results: { line: number; email?: string; ok: boolean; created?: boolean; auth_type?: string; error?: string }[] = [];

@@ -50,17 +50,28 @@ export const createAccountBody = z.object({
 });
 export type CreateAccountInput = z.output<typeof createAccountBody>;
 
+/** Lines in one import, whichever form they come in (each is an upsert: ~1 ms). */
+export const MAX_IMPORT_LINES = 10_000;
+
 export const importBody = z.union(
   [
     z.string().max(5_000_000),
     z.object({
-      lines: z.union([z.string().max(5_000_000), z.array(z.string().max(50_000)).max(10_000)], { error: 'must be a string or an array of lines' }),
+      lines: z.union([z.string().max(5_000_000), z.array(z.string().max(50_000)).max(MAX_IMPORT_LINES)], {
+        error: `must be a string or an array of at most ${MAX_IMPORT_LINES} lines`,
+      }),
       imap: server(OUTLOOK_IMAP).optional(),
       smtp: server(OUTLOOK_SMTP).optional(),
     }),
   ],
-  { error: 'send the lines as text/plain, or as JSON {lines}' },
+  { error: `send the lines as text/plain, or as JSON {lines}: at most ${MAX_IMPORT_LINES} lines, 5,000,000 characters` },
 );
+
+/** GET /api/mail/accounts: pages of up to 1,000 accounts (by default the first 1,000). */
+export const accountsPage = z.object({
+  p: z.coerce.number({ error: 'must be a whole number from 0' }).int('must be a whole number from 0').min(0, 'must be a whole number from 0').default(0),
+  page_size: z.coerce.number({ error: 'must be 1-1000' }).int('must be 1-1000').min(1, 'must be 1-1000').max(1_000, 'must be 1-1000').default(1_000),
+});
 
 /** INBOX, or the junk folder whatever the server calls it (found by its \Junk special-use flag). */
 export const mailboxName = z

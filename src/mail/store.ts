@@ -132,8 +132,12 @@ export async function findAccount(db: Db, email: string, viewer: Viewer): Promis
   return visibleTo(db, q, viewer).orderByRaw('(owner_id = ?) desc, id asc', [viewer.id]).first();
 }
 
-export async function listAccounts(db: Db, viewer: Viewer): Promise<AccountRow[]> {
-  return visibleTo(db, db<AccountRow>('mail_accounts').orderBy('id'), viewer);
+export async function listAccounts(db: Db, viewer: Viewer, page: { offset: number; limit: number }): Promise<{ rows: AccountRow[]; total: number }> {
+  const [rows, counted] = await Promise.all([
+    visibleTo(db, db<AccountRow>('mail_accounts').orderBy('id'), viewer).offset(page.offset).limit(page.limit),
+    visibleTo(db, db('mail_accounts'), viewer).count<{ n: string }[]>({ n: '*' }),
+  ]);
+  return { rows, total: Number(counted[0]?.n ?? 0) };
 }
 
 export async function deleteAccount(db: Db, id: number): Promise<void> {

@@ -111,7 +111,7 @@ describe('your account', () => {
     await page.getByLabel('New password', { exact: true }).fill('dave-new-password');
     await page.getByLabel('New password again').fill('dave-new-password');
     await page.getByRole('button', { name: 'Change password' }).click();
-    await expect.poll(() => page.getByRole('alert').first().textContent()).toContain('the current password is required');
+    await expect.poll(() => page.getByRole('alert').first().textContent()).toContain('that is not your current password');
     await page.getByLabel('Current password').fill('dave-password');
     await page.getByRole('button', { name: 'Change password' }).click();
     await expect.poll(() => page.getByRole('status').filter({ hasText: 'Password changed.' }).count()).toBe(1);

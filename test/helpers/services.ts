@@ -10,7 +10,7 @@ import { Redis } from 'ioredis';
 import { parseConfig, type Config } from '../../src/config.js';
 import { createLogger } from '../../src/log.js';
 import { createPlatform, type Platform } from '../../src/platform.js';
-import { createApp } from '../../src/http/app.js';
+import { answerClientErrors, createApp } from '../../src/http/app.js';
 import type { ProcessorMap } from '../../src/jobs/processor.js';
 import { startWorkers, type WorkerSet } from '../../workers/index.js';
 import { HttpClient } from './http.js';
@@ -127,6 +127,7 @@ export async function startTestApp(
   const server: Server = await new Promise((resolve) => {
     const s = app.listen(0, '127.0.0.1', () => resolve(s));
   });
+  answerClientErrors(server);
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   const workers = opts.workers === false ? undefined : await startWorkers(platform, config.WORKER_QUEUES, opts.processors);
   const root = new HttpClient(url);

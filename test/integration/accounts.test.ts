@@ -441,6 +441,19 @@ describe('redemption codes and top-up', () => {
     expect(disabled.body.message).toMatch(/disabled/);
   });
 
+  it('a code that would take the balance past 2^53 − 1 is refused with 400 and stays unused; the balance is unchanged', async () => {
+    const [big] = (await admin.post('/api/redemption/', { name: 'huge', quota: Number.MAX_SAFE_INTEGER })).body.data;
+    const before = (await alice.get('/api/user/self')).body.data.quota;
+    expect(before).toBeGreaterThan(0);
+    const res = await alice.post('/api/user/topup', { key: big });
+    expect(res.status, res.text).toBe(400);
+    expect(res.body).toMatchObject({ success: false });
+    expect(res.body.message).toMatch(/largest a balance can hold/);
+    expect((await alice.get('/api/user/self')).body.data.quota).toBe(before);
+    const row = (await admin.get('/api/redemption/search?keyword=huge')).body.data.find((r: { key: string }) => r.key === big);
+    expect(row.status).toBe(1); // unused
+  });
+
   it('twenty concurrent redemptions of one code: exactly one succeeds, credited once', async () => {
     const [key] = (await admin.post('/api/redemption/', { name: 'race', quota: 1000 })).body.data;
     const racers: HttpClient[] = [];

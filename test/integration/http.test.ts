@@ -70,6 +70,33 @@ afterAll(async () => {
 });
 
 describe('errors are JSON in the area shape', () => {
+  /** Sends `raw` bytes as they are and reads the whole answer until the server closes. */
+  const rawExchange = (raw: string) =>
+    new Promise<{ status: number; type: string; body: string }>((resolve, reject) => {
+      const sock = net.connect({ host: '127.0.0.1', port: Number(new URL(t.url).port) }, () => sock.write(raw));
+      let answer = '';
+      sock.on('data', (d: Buffer) => (answer += d.toString('latin1')));
+      sock.on('error', reject);
+      sock.on('close', () => {
+        const [head = '', body = ''] = answer.split('\r\n\r\n');
+        resolve({ status: Number(/^HTTP\/1\.1 (\d{3})/.exec(head)?.[1]), type: /content-type: ([^\r]+)/i.exec(head)?.[1] ?? '', body });
+      });
+    });
+
+  it("requests Node's HTTP parser refuses (not HTTP; headers past the limit) are answered in JSON too, in both shapes", async () => {
+    for (const [raw, status] of [
+      ['GARBAGE\r\n\r\n', 400],
+      ['GET /api/status HTTP/1.1\r\nHost: x\r\nBad Header\r\n\r\n', 400],
+      [`GET /api/content?q=${'a'.repeat(20_000)} HTTP/1.1\r\nHost: x\r\n\r\n`, 431],
+    ] as const) {
+      const res = await rawExchange(raw);
+      expect(res.status, raw.slice(0, 30)).toBe(status);
+      expect(res.type).toMatch(/application\/json/);
+      const body = JSON.parse(res.body);
+      expect(body).toMatchObject({ success: false, error: { code: 'bad_http_request' } });
+    }
+  });
+
   it('malformed JSON is 400', async () => {
     const res = await t.anon.post('/api/user/login', '{"username": "root", ');
     expect(res.status).toBe(400);

@@ -81,6 +81,27 @@ describe('job-backed answers', () => {
     }
   });
 
+  it("an admin sees the jobs of users below their role, not root's or another admin's (404); root sees every job", async () => {
+    const admin = async (name: string) => {
+      expect((await t.root.post('/api/user/', { username: name, password: `${name}-password`, role: 10 })).status).toBe(201);
+      const c = new HttpClient(t.url);
+      await c.login(name, `${name}-password`);
+      return c;
+    };
+    const carol = await admin('carol-jobs');
+    const dan = await admin('dan-jobs');
+    const submit = async (c: HttpClient) => (await c.post('/api/content/batch', [item()], { prefer: 'respond-async' })).body.jobId as string;
+    const bobs = await submit(bob);
+    const roots = await submit(t.root);
+    const dans = await submit(dan);
+    expect((await carol.get(`/api/jobs/${bobs}`)).status).toBe(200);
+    for (const id of [roots, dans]) {
+      expect((await carol.get(`/api/jobs/${id}`)).status).toBe(404);
+      expect((await carol.get(`/api/jobs/${id}/events`)).status).toBe(404);
+    }
+    for (const id of [bobs, dans]) expect((await t.root.get(`/api/jobs/${id}`)).status).toBe(200);
+  });
+
   it('keeps large payloads out of Redis: the queue carries an id, Postgres the data, removed when done', async () => {
     const big = Array.from({ length: 20 }, () => item({ content: 'x'.repeat(500) }));
     const { jobId } = (await bob.post('/api/content/batch', big, { prefer: 'respond-async' })).body;

@@ -135,6 +135,25 @@ describe('accounts', () => {
     expect(json.body).toMatchObject({ imported: 1, failed: 0 });
   });
 
+  it('an import holds at most 10,000 lines in either form (400 naming the bound, nothing imported); the list comes in pages with X-Total-Count', async () => {
+    const before = Number((await me.get('/api/mail/accounts')).headers.get('x-total-count'));
+    const many = Array.from({ length: 10_001 }, (_, i) => `bulk${i}@example.test----pw${i}`);
+    const text = await me.post('/api/mail/accounts/import', many.join('\n'), { 'content-type': 'text/plain' });
+    expect(text.status, text.text).toBe(400);
+    expect(text.body.error).toMatch(/at most 10000 lines/);
+    const json = await me.post('/api/mail/accounts/import', { lines: many });
+    expect(json.status, json.text).toBe(400);
+    expect(JSON.stringify(json.body)).toMatch(/at most 10000 lines/);
+    expect(Number((await me.get('/api/mail/accounts')).headers.get('x-total-count'))).toBe(before);
+
+    await me.post('/api/mail/accounts/import', many.slice(0, 5).join('\n'), { 'content-type': 'text/plain' });
+    const page = await me.get('/api/mail/accounts?p=1&page_size=2');
+    expect(page.status).toBe(200);
+    expect(page.body).toHaveLength(2);
+    expect(Number(page.headers.get('x-total-count'))).toBe(before + 5);
+    expect((await me.get('/api/mail/accounts?page_size=1001')).status).toBe(400);
+  });
+
   it('belongs to its owner: others get 404, admins see all', async () => {
     const email = await passwordAccount('owned');
     await t.root.post('/api/user/', { username: 'stranger', password: 'stranger-password' });
