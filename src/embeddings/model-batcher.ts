@@ -5,6 +5,9 @@ export interface BatchModel {
   embed(texts: readonly string[]): Promise<Float32Array[]>;
 }
 
+/** The pause between a long model call and the next (see run()). */
+const PAUSE_MS = 5;
+
 interface Waiting {
   texts: readonly string[];
   resolve: (vectors: Float32Array[]) => void;
@@ -18,9 +21,10 @@ interface Waiting {
  * 32 texts is far cheaper than 32 calls. Texts that find the model idle wait at most `maxWaitMs` for
  * company (by default none: they go with what arrived in the same turn of the event loop); while the
  * model is busy, whatever arrives meanwhile waits and goes in the next call, up to `maxTexts` texts.
- * A request bigger than that is split across calls and takes turns with the others: after each of
- * its calls it goes to the back of the line, so a small request waits for one model call, not for
- * all of a big one (and the event loop turns between calls, so the worker keeps its jobs' locks).
+ * A request bigger than that (or than the cost budget) is split across calls and takes turns with the
+ * others: requests not yet begun go first, so a small request waits for the model call under way,
+ * not for all of a big one (and the event loop turns between calls, so the worker takes in new jobs
+ * and keeps its jobs' locks).
  * Only one model call runs at a time: the model uses the CPU the process has, and two calls at once
  * would only take turns.
  */
@@ -38,6 +42,8 @@ export class ModelBatcher {
     private readonly model: () => Promise<BatchModel>,
     private readonly maxTexts = 256,
     private readonly maxWaitMs = 0,
+    /** A text's cost (e.g. its pieces) and the most a call may hold in all: long texts go fewer to a call. */
+    private readonly budget: { cost: (text: string) => number; max: number } = { cost: () => 1, max: Number.POSITIVE_INFINITY },
   ) {}
 
   embed(texts: readonly string[]): Promise<Float32Array[]> {
@@ -69,22 +75,44 @@ export class ModelBatcher {
       }, this.maxWaitMs);
   }
 
+  private costOf(w: Waiting, from: number): number {
+    let cost = 0;
+    for (let i = from; i < w.texts.length; i++) cost += this.budget.cost(w.texts[i]!);
+    return cost;
+  }
+
   private async run(): Promise<void> {
     if (this.busy || this.waiting.length === 0) return;
     this.busy = true;
-    // Whole requests while they fit; a request bigger than a call fills what room is left.
+    // Whole requests while they fit; a request bigger than a call fills what room is left. A call holds at most
+    // maxTexts texts and budget.max of cost (always at least one text).
     const parts: { w: Waiting; count: number }[] = [];
     let n = 0;
-    for (const w of this.waiting) {
-      const left = w.texts.length - w.done.length;
-      const room = this.maxTexts - n;
-      const count = left <= room ? left : left > this.maxTexts ? room : 0;
-      if (count === 0) break;
+    let spent = 0;
+    // Requests not yet begun go first, in their order, then those a call has begun: a request that arrives while a
+    // big one is being worked through goes in the next call, beside what is left of the big one.
+    const line = [...this.waiting.filter((w) => w.done.length === 0), ...this.waiting.filter((w) => w.done.length > 0)];
+    for (const w of line) {
+      const from = w.done.length;
+      let count = 0;
+      let cost = 0;
+      while (from + count < w.texts.length && n + count < this.maxTexts) {
+        const c = this.budget.cost(w.texts[from + count]!);
+        if (n + count > 0 && spent + cost + c > this.budget.max) break;
+        cost += c;
+        count++;
+      }
+      const whole = from + count === w.texts.length;
+      // A request that would fit a call of its own waits whole for the next one, rather than be cut.
+      const fitsAlone = w.texts.length - from <= this.maxTexts && this.costOf(w, from) <= this.budget.max;
+      if (count === 0 || (!whole && fitsAlone && n > 0)) break;
       parts.push({ w, count });
       n += count;
-      if (n >= this.maxTexts) break;
+      spent += cost;
+      if (n >= this.maxTexts || spent >= this.budget.max) break;
     }
     this.queued -= n;
+    const started = performance.now();
     try {
       const model = await this.model();
       const vectors = await model.embed(parts.flatMap(({ w, count }) => w.texts.slice(w.done.length, w.done.length + count)));
@@ -108,10 +136,13 @@ export class ModelBatcher {
       for (const w of failed) w.reject(err);
     } finally {
       this.busy = false;
-      // The next call starts in a later turn of the event loop, never straight away: the model's calls do
-      // not yield to it (TF.js's wasm kernels run synchronously), and between two calls the process must
-      // take in new jobs (which join the line) and renew its jobs' locks.
-      setImmediate(() => this.schedule());
+      // The next call never starts straight away: the model's calls do not yield (TF.js's wasm kernels run
+      // synchronously), and between two calls the process must take in new jobs (which join the line) and renew
+      // its jobs' locks. Taking a job in is a few round trips to Redis, more than one turn of the event loop:
+      // after a long call, a pause of PAUSE_MS lets them through (at most a tenth of the call's time).
+      const took = performance.now() - started;
+      if (took >= 10 * PAUSE_MS) setTimeout(() => this.schedule(), PAUSE_MS);
+      else setImmediate(() => this.schedule());
     }
   }
 }

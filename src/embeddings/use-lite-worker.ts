@@ -4,7 +4,7 @@ import os from 'node:os';
 import type { Platform } from '../platform.js';
 import { modelReady } from '../metrics.js';
 import { ModelBatcher } from './model-batcher.js';
-import { USE_LITE_MODEL } from './use-lite-text.js';
+import { USE_LITE_MAX_TOKENS, USE_LITE_MODEL } from './use-lite-text.js';
 import type { SentenceEncoder } from './use-lite.js';
 
 let loading: Promise<SentenceEncoder> | undefined;
@@ -32,15 +32,19 @@ function model(): Promise<SentenceEncoder> {
 }
 
 /**
- * Texts per model call: the raw model's best batch size (~190 sentences/s at 64, no better above), and
- * at most ~6 s of model time when every text is 128 pieces long (~100 ms each): a bigger request
- * takes turns with the others in calls of this size.
+ * Texts per model call: the raw model's best batch size (~190 sentences/s at 64, no better above). And
+ * pieces per call, estimated from the text's length (~4 characters a piece in English, at most 128):
+ * 1,024, so that a call of long texts (8 of 128 pieces, under a second; a long text costs ~100 ms
+ * at any batch size) is no longer than one of 64 sentences; a bigger request takes turns with the
+ * others in calls of this size.
  */
 export const USE_LITE_TEXTS_PER_CALL = 64;
+export const USE_LITE_PIECES_PER_CALL = 1_024;
+const estimatedPieces = (text: string) => Math.min(USE_LITE_MAX_TOKENS, Math.ceil(text.length / 4) + 1);
 
 /** The process's batcher: use-lite texts of every job running here share model calls. */
 export function useLiteBatcher(): ModelBatcher {
-  batcher ??= new ModelBatcher(model, USE_LITE_TEXTS_PER_CALL);
+  batcher ??= new ModelBatcher(model, USE_LITE_TEXTS_PER_CALL, 0, { cost: estimatedPieces, max: USE_LITE_PIECES_PER_CALL });
   return batcher;
 }
 

@@ -15,6 +15,22 @@ function recordingModel(delayMs = 0) {
   return { batches, model };
 }
 
+/** As TF.js's wasm kernels do: the work is synchronous (`ms` of it), and the promise is already settled. */
+function blockingModel(ms: number) {
+  const batches: string[][] = [];
+  const model: BatchModel = {
+    embed(texts) {
+      batches.push([...texts]);
+      const until = performance.now() + ms;
+      while (performance.now() < until) {
+        // busy, as the model is
+      }
+      return Promise.resolve(texts.map(() => new Float32Array(1)));
+    },
+  };
+  return { batches, model };
+}
+
 describe('ModelBatcher', () => {
   it('gives calls that arrive within the wait one model call, and each call its own vectors in order', async () => {
     const { batches, model } = recordingModel();
@@ -80,18 +96,7 @@ describe('ModelBatcher', () => {
   });
 
   it('lets the event loop turn between the calls of a big request, so a call made meanwhile (from a timer) goes before its end', async () => {
-    const batches: string[][] = [];
-    // As TF.js's wasm kernels do: the work is synchronous, and the promise is already settled.
-    const model: BatchModel = {
-      embed(texts) {
-        batches.push([...texts]);
-        const until = performance.now() + 15;
-        while (performance.now() < until) {
-          // busy, as the model is
-        }
-        return Promise.resolve(texts.map(() => new Float32Array(1)));
-      },
-    };
+    const { batches, model } = blockingModel(15);
     const b = new ModelBatcher(async () => model, 4);
     const big = b.embed(Array.from({ length: 16 }, (_, i) => `big-${i}`));
     const small = new Promise<Float32Array[]>((resolve) => setTimeout(() => resolve(b.embed(['small'])), 0));
@@ -99,6 +104,26 @@ describe('ModelBatcher', () => {
     const at = batches.findIndex((x) => x.includes('small'));
     expect(at).toBeGreaterThan(-1);
     expect(at).toBeLessThan(batches.length - 1); // not after the whole of the big one
+  });
+
+  it('holds at most budget.max of cost in a call: long texts go fewer to a call, a big request split by it', async () => {
+    const { batches, model } = recordingModel();
+    const b = new ModelBatcher(async () => model, 64, 0, { cost: (t) => t.length, max: 10 });
+    await Promise.all([b.embed(['aaaa', 'bbbb', 'cccc']), b.embed(['dd'])]);
+    // 12 > 10: the first request is split after 8, and 'dd' (2) fills the call; 'cccc' goes next.
+    expect(batches).toEqual([['aaaa', 'bbbb', 'dd'], ['cccc']]);
+  });
+
+  it('after a long call, pauses so that a request arriving over a few turns of the event loop (a job from Redis) goes next', async () => {
+    const { batches, model } = blockingModel(60);
+    const b = new ModelBatcher(async () => model, 4);
+    const big = b.embed(Array.from({ length: 12 }, (_, i) => `big-${i}`));
+    // A timer, then three turns of the event loop (as a job's round trips to Redis take), then the call.
+    const small = new Promise<Float32Array[]>((resolve) =>
+      setTimeout(() => setImmediate(() => setImmediate(() => setImmediate(() => resolve(b.embed(['small']))))), 0),
+    );
+    await Promise.all([big, small]);
+    expect(batches.findIndex((x) => x.includes('small'))).toBe(1);
   });
 
   it('answers an empty request at once, with no model call', async () => {
