@@ -139,9 +139,10 @@ export class ModelBatcher {
       // The next call never starts straight away: the model's calls do not yield (TF.js's wasm kernels run
       // synchronously), and between two calls the process must take in new jobs (which join the line) and renew
       // its jobs' locks. Taking a job in is a few round trips to Redis, more than one turn of the event loop:
-      // after a long call, a pause of PAUSE_MS lets them through (at most a tenth of the call's time).
+      // after a long call, while a big request is being worked through, a pause of PAUSE_MS lets them through (at
+      // most a tenth of the call's time; calls of requests that each fit one call go on at once).
       const took = performance.now() - started;
-      if (took >= 10 * PAUSE_MS) setTimeout(() => this.schedule(), PAUSE_MS);
+      if (took >= 10 * PAUSE_MS && this.waiting.some((w) => w.done.length > 0)) setTimeout(() => this.schedule(), PAUSE_MS);
       else setImmediate(() => this.schedule());
     }
   }
