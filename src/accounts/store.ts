@@ -247,12 +247,13 @@ export const deleteRedemption = async (db: Db, id: number) => (await db('redempt
 
 export type RedeemOutcome = { ok: true; quota: number } | { ok: false; reason: 'unknown' | 'used' | 'disabled' | 'too_much' };
 
+/** The credit would take the balance past 2^53 − 1: the transaction (claim included) is rolled back. */
+class RedeemRefused extends Error {}
+
 /**
  * Credits a code to a user exactly once. The claim is one conditional UPDATE (status 1 → 3): under
  * concurrency Postgres re-checks the condition after the row lock, so only one claim matches.
  */
-class RedeemRefused extends Error {}
-
 export async function redeemCode(db: Db, key: string, userId: number): Promise<RedeemOutcome> {
   return redeemWithin(db, key, userId).catch((err) => {
     // The claim is rolled back with the credit: the code stays unused.

@@ -75,10 +75,11 @@ export class ModelBatcher {
       }, this.maxWaitMs);
   }
 
-  private costOf(w: Waiting, from: number): number {
+  private fitsAlone(w: Waiting, from: number): boolean {
+    if (w.texts.length - from > this.maxTexts) return false;
     let cost = 0;
     for (let i = from; i < w.texts.length; i++) cost += this.budget.cost(w.texts[i]!);
-    return cost;
+    return cost <= this.budget.max;
   }
 
   private async run(): Promise<void> {
@@ -104,8 +105,7 @@ export class ModelBatcher {
       }
       const whole = from + count === w.texts.length;
       // A request that would fit a call of its own waits whole for the next one, rather than be cut.
-      const fitsAlone = w.texts.length - from <= this.maxTexts && this.costOf(w, from) <= this.budget.max;
-      if (count === 0 || (!whole && fitsAlone && n > 0)) break;
+      if (count === 0 || (!whole && n > 0 && this.fitsAlone(w, from))) break;
       parts.push({ w, count });
       n += count;
       spent += cost;

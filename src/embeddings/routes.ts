@@ -81,8 +81,10 @@ export function embeddingsRouter(p: Platform): ApiRouter {
         });
     }
 
+    // What the call is charged for: its usage, which for use-lite counts its own pieces (not cl100k's tokens).
+    const billed = tokens.reduce((a, b) => a + b, 0);
     // use-lite's cost is in its pieces (~0.6–0.8 ms of one core each): one request may not hold the model for more than ~10–13 s.
-    if (pieces && tokens.reduce((a, b) => a + b, 0) > USE_LITE_MAX_REQUEST_PIECES)
+    if (pieces && billed > USE_LITE_MAX_REQUEST_PIECES)
       throw badRequest(
         `The request has more than ${USE_LITE_MAX_REQUEST_PIECES} ${USE_LITE_MODEL} pieces in all (each input counts its pieces, at most ${USE_LITE_MAX_TOKENS}); send fewer inputs per request.`,
         { param: 'input', code: 'max_tokens_per_request' },
@@ -91,11 +93,7 @@ export function embeddingsRouter(p: Platform): ApiRouter {
     // Who pays, and who called what, for the call's consume or error row (src/logs).
     const payer = { userId: principal.user.id, token: { id: token.id, unlimited: token.unlimited_quota } };
     const logCall: CallInfo = { user: principal.user, token: { id: token.id, name: token.name }, model: req.model, requestId: ctx.state.requestId, startedAt };
-    // Reserved for what the call will be charged: its usage, which for use-lite counts its own pieces (not cl100k's tokens).
-    const cost = costOf(
-      tokens.reduce((a, b) => a + b, 0),
-      model.price,
-    );
+    const cost = costOf(billed, model.price);
     const call = { model: req.model, dimensions: req.dimensions, inputs: req.inputs, tokens };
     const consumeOf = (o: { promptTokens: number; channelId?: number }) =>
       consumeEntry(logCall, {
