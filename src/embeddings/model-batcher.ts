@@ -5,8 +5,17 @@ export interface BatchModel {
   embed(texts: readonly string[]): Promise<Float32Array[]>;
 }
 
-/** The pause between a long model call and the next (see run()). */
-const PAUSE_MS = 5;
+/**
+ * The pause between a long model call and the next while a big request is being split (see run()): `ms` of it
+ * after a call that took at least `afterCallMs`.
+ */
+export interface CallPause {
+  ms: number;
+  afterCallMs: number;
+}
+
+/** At most a tenth of the call's time: enough for a job's round trips to Redis on a quiet worker. */
+const DEFAULT_PAUSE: CallPause = { ms: 5, afterCallMs: 50 };
 
 interface Waiting {
   texts: readonly string[];
@@ -44,6 +53,7 @@ export class ModelBatcher {
     private readonly maxWaitMs = 0,
     /** A text's cost (e.g. its pieces) and the most a call may hold in all: long texts go fewer to a call. */
     private readonly budget: { cost: (text: string) => number; max: number } = { cost: () => 1, max: Number.POSITIVE_INFINITY },
+    private readonly pause: CallPause = DEFAULT_PAUSE,
   ) {}
 
   embed(texts: readonly string[]): Promise<Float32Array[]> {
@@ -139,10 +149,10 @@ export class ModelBatcher {
       // The next call never starts straight away: the model's calls do not yield (TF.js's wasm kernels run
       // synchronously), and between two calls the process must take in new jobs (which join the line) and renew
       // its jobs' locks. Taking a job in is a few round trips to Redis, more than one turn of the event loop:
-      // after a long call, while a big request is being worked through, a pause of PAUSE_MS lets them through (at
-      // most a tenth of the call's time; calls of requests that each fit one call go on at once).
+      // after a long call, while a big request is being worked through, a short pause lets them through (calls of
+      // requests that each fit one call go on at once).
       const took = performance.now() - started;
-      if (took >= 10 * PAUSE_MS && this.waiting.some((w) => w.done.length > 0)) setTimeout(() => this.schedule(), PAUSE_MS);
+      if (took >= this.pause.afterCallMs && this.waiting.some((w) => w.done.length > 0)) setTimeout(() => this.schedule(), this.pause.ms);
       else setImmediate(() => this.schedule());
     }
   }
