@@ -1,12 +1,19 @@
 // Chromium for the browser tests (Debian's, driven by playwright-core), pages that record console errors, and screenshots.
 import fs from 'node:fs';
 import path from 'node:path';
+import os from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
 import { expect } from 'vitest';
 
 export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-export const SCREENSHOTS = fileURLToPath(new URL('../../docs/screenshots/', import.meta.url));
+/**
+ * Where screenshots go: docs/screenshots/ (the README links them) with `npm run screenshots`; otherwise a scratch
+ * folder, so that a test run leaves the work tree as it found it.
+ */
+export const SCREENSHOTS = process.env.UPDATE_SCREENSHOTS
+  ? fileURLToPath(new URL('../../docs/screenshots/', import.meta.url))
+  : path.join(os.tmpdir(), 'switchyard-screenshots');
 
 /** A headless Chromium with a fresh profile (Playwright makes a temporary one per launch). */
 export function launchBrowser(): Promise<Browser> {
@@ -74,7 +81,7 @@ export async function setLanguage(page: Page, lang: 'en' | 'zh-CN'): Promise<voi
 }
 
 /**
- * Writes `<name>-en.png` and `<name>-zh-cn.png` into docs/screenshots/ (the README links them): the
+ * Writes `<name>-en.png` and `<name>-zh-cn.png` into SCREENSHOTS: the
  * page as it is, in English and then in Chinese (switched in place, so the page keeps its state), and
  * leaves it in English.
  */

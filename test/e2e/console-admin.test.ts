@@ -52,7 +52,10 @@ describe('users and redemption codes', () => {
     await row.getByRole('button', { name: 'Edit' }).click();
     await page.getByRole('dialog').getByLabel('Quota').fill('25');
     await page.getByRole('dialog').getByRole('button', { name: 'Save' }).click();
-    await expect.poll(() => row.textContent()).toContain('25');
+    // The dialog closes once saved, and the Quota cell (the fifth) says 25 (the row's text as a whole holds the
+    // creation date, which may hold "25" too).
+    await expect.poll(() => page.getByRole('dialog').count()).toBe(0);
+    await expect.poll(() => row.locator('td').nth(4).textContent()).toBe('25');
     await page.getByLabel('Find by username, name or email').fill('ali');
     await page.getByRole('button', { name: 'Search' }).click();
     await expect.poll(() => table.locator('tbody tr').count()).toBe(1);
