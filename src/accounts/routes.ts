@@ -423,9 +423,9 @@ export function accountsRouter(p: Platform): ApiRouter {
   } as const;
   router.endpoint(searchCodes, listRedemptions);
   async function listRedemptions(ctx: Context) {
-    await admin(ctx);
+    const principal = await admin(ctx);
     const q = parse(schema.pageQuery, ctx.query);
-    const { rows, total } = await store.listRedemptions(p.db, { offset: q.p * q.page_size, limit: q.page_size, keyword: q.keyword });
+    const { rows, total } = await store.listRedemptions(p.db, principal.user, { offset: q.p * q.page_size, limit: q.page_size, keyword: q.keyword });
     envelopeList(ctx, rows, total);
   }
 
@@ -462,8 +462,8 @@ export function accountsRouter(p: Platform): ApiRouter {
   router.endpoint(
     { method: 'get', path: '/api/redemption/:id', tag: CODES, summary: 'One code', auth: 'admin', responses: { 200: oneCode, 404: 'unknown' } },
     async (ctx) => {
-      await admin(ctx);
-      const row = await store.getRedemption(p.db, id(ctx));
+      const principal = await admin(ctx);
+      const row = await store.getRedemption(p.db, principal.user, id(ctx));
       if (!row) throw notFound('Redemption code not found');
       envelope(ctx, row);
     },
@@ -481,13 +481,13 @@ export function accountsRouter(p: Platform): ApiRouter {
   router.endpoint(updateCode, async (ctx) => {
     const principal = await admin(ctx);
     const body = parse(schema.updateRedemptionBody, ctx.request.body ?? {});
-    const current = await store.getRedemption(p.db, body.id);
+    const current = await store.getRedemption(p.db, principal.user, body.id);
     if (!current) throw notFound('Redemption code not found');
     if (current.status === schema.REDEMPTION_STATUS.used) throw badRequest('This redemption code has already been used', { code: 'redemption_used' });
     const statusOnly = ['1', 'true'].includes(String(ctx.query.status_only ?? ''));
     const { id: _id, ...fields } = body;
     const patch = compact(statusOnly ? { status: body.status } : fields);
-    const row = Object.keys(patch).length ? await store.updateRedemption(p.db, body.id, patch) : current;
+    const row = Object.keys(patch).length ? await store.updateRedemption(p.db, principal.user, body.id, patch) : current;
     const changes = row ? describeChanges(current, row, ['name', 'quota', 'status']) : [];
     if (changes.length) await insertLogs(p.db, [adminActionEntry(principal.user, `Changed redemption code #${current.id}: ${changes.join(', ')}`)]);
     envelope(ctx, row);
@@ -498,7 +498,7 @@ export function accountsRouter(p: Platform): ApiRouter {
     async (ctx) => {
       const principal = await admin(ctx);
       const codeId = id(ctx);
-      const deleted = await store.deleteRedemption(p.db, codeId);
+      const deleted = await store.deleteRedemption(p.db, principal.user, codeId);
       if (!deleted) throw notFound('Redemption code not found');
       await insertLogs(p.db, [adminActionEntry(principal.user, `Deleted redemption code #${codeId}`)]);
       envelope(ctx);

@@ -220,8 +220,24 @@ export async function createRedemptions(db: Db, creatorId: number, name: string,
     .returning('*');
 }
 
-export async function listRedemptions(db: Db, opts: { offset: number; limit: number; keyword?: string }) {
-  const base = db<RedemptionRow>('redemptions');
+/** Who is asking, for the role rule (nobody acts on, lists or reads the data of a user of equal or higher role). */
+export interface Viewer {
+  id: number;
+  role: number;
+}
+
+/**
+ * Codes under the role rule: an admin's own and those made by users below them. Root sees all, ownerless ones too
+ * (their maker was deleted).
+ */
+function codesVisibleTo(db: Db, viewer: Viewer) {
+  const q = db<RedemptionRow>('redemptions');
+  if (viewer.role >= ROLE.root) return q;
+  return q.where((w) => w.where({ user_id: viewer.id }).orWhereIn('user_id', userIdsBelowRole(db, viewer.role)));
+}
+
+export async function listRedemptions(db: Db, viewer: Viewer, opts: { offset: number; limit: number; keyword?: string }) {
+  const base = codesVisibleTo(db, viewer);
   if (opts.keyword) {
     const kw = opts.keyword;
     base.where((q) => {
@@ -236,14 +252,15 @@ export async function listRedemptions(db: Db, opts: { offset: number; limit: num
   return { rows: rows as RedemptionRow[], total: Number(count) };
 }
 
-export const getRedemption = (db: Db, id: number) => db<RedemptionRow>('redemptions').where({ id }).first();
+export const getRedemption = (db: Db, viewer: Viewer, id: number) => codesVisibleTo(db, viewer).where({ id }).first();
 
-export async function updateRedemption(db: Db, id: number, patch: Partial<Pick<RedemptionRow, 'name' | 'quota' | 'status'>>) {
-  const [row] = await db<RedemptionRow>('redemptions').where({ id }).update(patch).returning('*');
+export async function updateRedemption(db: Db, viewer: Viewer, id: number, patch: Partial<Pick<RedemptionRow, 'name' | 'quota' | 'status'>>) {
+  const [row] = await codesVisibleTo(db, viewer).where({ id }).update(patch).returning('*');
   return row;
 }
 
-export const deleteRedemption = async (db: Db, id: number) => (await db('redemptions').where({ id }).delete().returning('id')).length > 0;
+export const deleteRedemption = async (db: Db, viewer: Viewer, id: number) =>
+  (await codesVisibleTo(db, viewer).where({ id }).delete().returning('id')).length > 0;
 
 export type RedeemOutcome = { ok: true; quota: number } | { ok: false; reason: 'unknown' | 'used' | 'disabled' | 'too_much' };
 

@@ -1,7 +1,7 @@
 // Knex queries of mail: accounts (secrets sealed with SECRET_KEY), stored messages, send records.
 import crypto from 'node:crypto';
 import type { Knex } from 'knex';
-import { userIdsBelowRole } from '../accounts/store.js';
+import { userIdsBelowRole, type Viewer } from '../accounts/store.js';
 import { ROLE } from '../accounts/schema.js';
 import { escapeLike, type Db } from '../db.js';
 import type { Secrets } from '../secrets.js';
@@ -114,11 +114,8 @@ export async function recordUse(db: Db, accountId: number, error: string | null)
 
 export const getAccountRow = (db: Db, id: number) => db<AccountRow>('mail_accounts').where({ id }).first();
 
-/** Who is asking: accounts follow the user rule (nobody acts on a user of equal or higher role). */
-export interface Viewer {
-  id: number;
-  role: number;
-}
+/** Who is asking: accounts follow the role rule. */
+export type { Viewer };
 
 /** Own accounts; for admins also those of users below their role. */
 function visibleTo(db: Db, q: Knex.QueryBuilder, viewer: Viewer): Knex.QueryBuilder {

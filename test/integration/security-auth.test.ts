@@ -178,6 +178,48 @@ describe('the role rule', () => {
     expect((await t.root.get('/api/user/search?keyword=root')).body.data.map((u: { username: string }) => u.username)).toContain('root');
   });
 
+  it("an admin lists, reads, changes and deletes only their own redemption codes and those of users below them, not root's or another admin's", async () => {
+    const adminA = await user('codes-admin-a', 10);
+    const adminB = await user('codes-admin-b', 10);
+    const make = async (c: HttpClient, name: string) => {
+      const res = await c.post('/api/redemption/', { name, quota: 7 });
+      expect(res.status, res.text).toBe(201);
+      return (await t.platform.db('redemptions').where({ key: res.body.data[0] }).first('id')).id as number;
+    };
+    const rootCode = await make(t.root, 'rr-root');
+    const aCode = await make(adminA, 'rr-a');
+    const bCode = await make(adminB, 'rr-b');
+    const names = async (c: HttpClient, path: string) => (await c.get(path)).body.data.map((r: { name: string }) => r.name);
+
+    expect(await names(adminA, '/api/redemption/?page_size=100')).toEqual(expect.arrayContaining(['rr-a']));
+    expect(await names(adminA, '/api/redemption/?page_size=100')).not.toContain('rr-root');
+    expect(await names(adminA, '/api/redemption/?page_size=100')).not.toContain('rr-b');
+    expect(await names(adminA, '/api/redemption/search?keyword=rr-')).toEqual(['rr-a']);
+    expect(await names(adminA, `/api/redemption/search?keyword=${rootCode}`)).toEqual([]);
+    for (const other of [rootCode, bCode]) {
+      expect((await adminA.get(`/api/redemption/${other}`)).status).toBe(404);
+      expect((await adminA.put('/api/redemption/', { id: other, name: 'taken', status: 2 })).status).toBe(404);
+      expect((await adminA.put('/api/redemption/?status_only=1', { id: other, status: 2 })).status).toBe(404);
+      expect((await adminA.delete(`/api/redemption/${other}`)).status).toBe(404);
+    }
+    expect(await t.platform.db('redemptions').whereIn('id', [rootCode, bCode]).orderBy('id').select('name', 'status')).toEqual([
+      { name: 'rr-root', status: 1 },
+      { name: 'rr-b', status: 1 },
+    ]);
+    // Their own, they change and delete.
+    expect((await adminA.put('/api/redemption/?status_only=1', { id: aCode, status: 2 })).body.data.status).toBe(2);
+    expect((await adminA.delete(`/api/redemption/${aCode}`)).status).toBe(200);
+    // Root sees every code, ownerless ones too (their maker deleted); an admin does not.
+    expect((await t.root.delete(`/api/user/${await idOf('codes-admin-b')}`)).status).toBe(200);
+    expect(await names(t.root, '/api/redemption/search?keyword=rr-')).toEqual(['rr-b', 'rr-root']);
+    expect((await adminA.get(`/api/redemption/${bCode}`)).status).toBe(404);
+    // A common user's codes (made while they were an admin) are the admins' to manage.
+    const demoted = await user('codes-demoted', 10);
+    const dCode = await make(demoted, 'rr-d');
+    expect((await t.root.put(`/api/user/${await idOf('codes-demoted')}`, { role: 1 })).status).toBe(200);
+    expect((await adminA.get(`/api/redemption/${dCode}`)).body.data.name).toBe('rr-d');
+  });
+
   it("an admin neither sees nor deletes root's mail accounts, but does a common user's", async () => {
     const admin = await user('mail-admin', 10);
     const common = await user('mail-common');
