@@ -1,24 +1,38 @@
-// The code extractor's worst case, timed: a keyword-dense 5 MB mail costs milliseconds in all, and the
-// asynchronous scan that the mail worker uses never holds the event loop for more than a few of them at a time.
+// The code extractor's worst case, timed: a keyword-dense 5 MB mail costs what its first 64 KB of text and 256 KB of
+// HTML do (the rest is never read), and the asynchronous scan that the mail worker uses never holds the event loop
+// for more than a few milliseconds at a time.
 import { describe, expect, it } from 'vitest';
-import { extractCode, extractCodeAsync } from '../../src/mail/codes.js';
+import { extractCode, extractCodeAsync, MAX_SCANNED_TEXT } from '../../src/mail/codes.js';
 
 const line = 'Your order 998877 shipped; verification code requested at 12:30, reference 123456.\n';
-const text = `Your verification code is 482913.\n${line.repeat(61_000)}`;
-const html = `<p>Your verification code is <b>482913</b>.</p>${`<p>${line}</p>`.repeat(55_000)}`;
+/** A keyword-dense mail of about `kb` KB of text and four times that of HTML, its one code at the top. */
+const mail = (kb: number) => ({
+  subject: 'Your code',
+  text: `Your verification code is 482913.\n${line.repeat(Math.round((kb * 1024) / line.length))}`,
+  html: `<p>Your verification code is <b>482913</b>.</p>${`<p>${line}</p>`.repeat(Math.round((kb * 4 * 1024) / (line.length + 7)))}`,
+});
+const { text, html } = mail(5 * 1024);
 
+/** Median milliseconds of 7 scans (after one that warms the JIT), each finding the code. */
+function medianScan(m: ReturnType<typeof mail>): number {
+  const times: number[] = [];
+  for (let i = 0; i < 8; i++) {
+    const started = performance.now();
+    const found = extractCode(m);
+    if (i > 0) times.push(performance.now() - started);
+    expect(found?.code).toBe('482913');
+  }
+  return times.sort((a, b) => a - b)[3]!;
+}
+
+// Timed against the scan of a mail the size of what the scanner reads, in the same run, not against a fixed number
+// of milliseconds, which measures the machine (a loaded one took 137 ms for what a quiet one does in 40).
 describe('scanning a 5 MB keyword-dense mail', () => {
-  it('takes under 100 ms (median of 7) with a text and an HTML part', () => {
+  it('costs no more than scanning the part the scanner reads (64 KB of text, 256 KB of HTML): the rest is never looked at', () => {
     expect(text.length).toBeGreaterThan(5_000_000);
-    const times: number[] = [];
-    for (let i = 0; i < 8; i++) {
-      const started = performance.now();
-      const found = extractCode({ subject: 'Your code', text, html });
-      if (i > 0) times.push(performance.now() - started); // the first run warms the JIT
-      expect(found?.code).toBe('482913');
-    }
-    times.sort((a, b) => a - b);
-    expect(times[3]!, `ms: ${times.map((t) => t.toFixed(1)).join(', ')}`).toBeLessThan(100);
+    const capped = medianScan(mail(MAX_SCANNED_TEXT / 1024));
+    const whole = medianScan({ subject: 'Your code', text, html });
+    expect(whole / capped, `median ms: the read part ${capped.toFixed(1)}, 5 MB ${whole.toFixed(1)}`).toBeLessThan(1.5);
   });
 
   it('asynchronously, lets other callbacks run at least every 15 ms (median of 7 longest gaps)', async () => {
