@@ -66,3 +66,9 @@ export function httpUrl(max: number) {
       }
     }, 'must be an absolute http(s) URL');
 }
+
+/** The id of a row in a body (Postgres integer ids): `what` names it in the error. Past 2^31 − 1 is a 400, not a 500. */
+export function rowId(what: string) {
+  const message = `must be the ${what} id`;
+  return z.number({ error: message }).int(message).positive(message).max(2_147_483_647, message);
+}

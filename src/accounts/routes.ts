@@ -342,18 +342,23 @@ export function accountsRouter(p: Platform): ApiRouter {
     const current = await store.getToken(p.db, me.id, body.id);
     if (!current) throw notFound('Token not found');
     const statusOnly = ['1', 'true'].includes(String(ctx.query.status_only ?? ''));
+    const settable = body.status === 1 || body.status === 2 ? body.status : undefined;
+    if (statusOnly && settable === undefined) throw badRequest('status: must be 1 (enabled) or 2 (disabled)', { param: 'status' });
     const { id: _id, ...fields } = body;
-    const patch: Partial<Omit<schema.UpdateTokenInput, 'id'>> = compact(statusOnly ? { status: body.status } : fields);
+    const patch: Partial<Omit<schema.UpdateTokenInput, 'id'>> = compact(statusOnly ? { status: settable } : { ...fields, status: settable });
     if (patch.expired_time !== undefined && patch.expired_time !== -1 && patch.expired_time <= nowSeconds()) {
       throw badRequest('expired_time: is in the past (use -1 for a token that never expires)', { param: 'expired_time' });
     }
     const next = { ...current, ...patch } as typeof current;
-    if (patch.status === 1 && current.status !== 1) {
+    // Enabling is refused while the token, as it would be after this change, is expired or exhausted: whatever its
+    // stored status (3 and 4 are computed, so one never disabled is stored as 1).
+    if (patch.status === 1) {
       if (isExpired(next)) throw badRequest('This token has expired; extend expired_time before enabling it', { code: 'token_expired' });
       if (isExhausted(next))
         throw badRequest('This token has no quota left; raise remain_quota or set unlimited_quota before enabling it', { code: 'token_exhausted' });
     }
-    const row = await store.updateToken(p.db, me.id, body.id, patch);
+    // Nothing to change (e.g. only fields a client echoes back: key, used_quota…): the token as it is.
+    const row = Object.keys(patch).length ? await store.updateToken(p.db, me.id, body.id, patch) : current;
     p.auth.forgetUser(me.id);
     envelope(ctx, publicToken(row!));
   };

@@ -1,6 +1,7 @@
 // Request schemas and row shapes of accounts (users, tokens, redemption codes), one-api compatible.
 import { z } from 'zod';
 import { parseCidr } from '../outbound.js';
+import { rowId } from '../validate.js';
 
 export const ROLE = { common: 1, admin: 10, root: 100 } as const;
 export const USER_STATUS = { enabled: 1, disabled: 2 } as const;
@@ -40,7 +41,7 @@ export const createUserBody = z.object({
 export type CreateUserInput = z.output<typeof createUserBody>;
 
 export const updateUserBody = z.object({
-  id: z.number().int().positive().optional(),
+  id: rowId('user').optional(),
   username: username.optional(),
   password: password.optional().or(z.literal('').transform(() => undefined)),
   display_name: z.string({ error: 'must be a string' }).max(64, 'must be at most 64 characters').optional(),
@@ -106,7 +107,7 @@ export const createTokenBody = z.object({
 export type CreateTokenInput = z.output<typeof createTokenBody>;
 
 export const updateTokenBody = z.object({
-  id: z.number({ error: 'must be the token id' }).int().positive(),
+  id: rowId('token'),
   name: z.string({ error: 'must be a string' }).max(50, 'must be at most 50 characters').optional(),
   expired_time: z
     .number({ error: 'must be a Unix timestamp in seconds, or -1 for never' })
@@ -119,7 +120,9 @@ export const updateTokenBody = z.object({
   unlimited_quota: z.boolean({ error: 'must be true or false' }).optional(),
   models: modelList.optional(),
   subnet: subnetList.optional(),
-  status: z.union([z.literal(1), z.literal(2)], { error: 'must be 1 (enabled) or 2 (disabled)' }).optional(),
+  // 3 (expired) and 4 (exhausted) are what a read says of a token, not something to set: a token read and sent back
+  // whole keeps its status (as one-api, whose plain update ignores status); with ?status_only=1 they are refused.
+  status: z.union([z.literal(1), z.literal(2), z.literal(3), z.literal(4)], { error: 'must be 1 (enabled) or 2 (disabled)' }).optional(),
 });
 export type UpdateTokenInput = z.output<typeof updateTokenBody>;
 
@@ -130,7 +133,7 @@ export const createRedemptionBody = z.object({
 });
 
 export const updateRedemptionBody = z.object({
-  id: z.number({ error: 'must be the redemption id' }).int().positive(),
+  id: rowId('redemption'),
   name: z.string().min(1).max(20).optional(),
   quota: z.number().int().positive().max(Number.MAX_SAFE_INTEGER).optional(),
   status: z.union([z.literal(1), z.literal(2)], { error: 'must be 1 (enabled) or 2 (disabled)' }).optional(),

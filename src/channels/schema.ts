@@ -1,5 +1,6 @@
 // Channels (one-api's upstream model): request bodies, the stored row, and the public view with the key as a hint only.
 import { z } from 'zod';
+import { rowId } from '../validate.js';
 
 export const CHANNEL_STATUS = { enabled: 1, disabled: 2, autoDisabled: 3 } as const;
 export const DEFAULT_OPENAI_BASE_URL = 'https://api.openai.com';
@@ -84,7 +85,7 @@ export const createChannelBody = z.object({
 });
 
 export const updateChannelBody = z.object({
-  id: z.number({ error: 'must be the channel id' }).int().positive(),
+  id: rowId('channel'),
   type: channelType.optional(),
   name: z.string().trim().min(1, 'must be 1-100 characters').max(100, 'must be 1-100 characters').optional(),
   base_url: baseUrl.optional(),

@@ -335,6 +335,66 @@ describe('API tokens', () => {
     expect((await alice.put(`/api/token/${limited.id}`, { status: 1, remain_quota: 10 })).body.data.status).toBe(1);
   });
 
+  it('a key that was never disabled cannot be "enabled" while it reads as expired (3) or exhausted (4)', async () => {
+    const empty = (await alice.post('/api/token/', { name: 'never-off' })).body.data;
+    expect(empty.status).toBe(4);
+    for (const [path, body] of [
+      ['/api/token/?status_only=1', { id: empty.id, status: 1 }],
+      ['/api/token/', { id: empty.id, status: 1 }],
+      [`/api/token/${empty.id}`, { status: 1, name: 'renamed' }],
+    ] as const) {
+      const res = await alice.put(path, body);
+      expect(res.status, `${path} ${JSON.stringify(body)}`).toBe(400);
+      expect(res.body).toMatchObject({ success: false, message: expect.stringMatching(/no quota left/) });
+    }
+    expect((await alice.get(`/api/token/${empty.id}`)).body.data).toMatchObject({ status: 4, name: 'never-off' });
+
+    const soon = Math.floor(Date.now() / 1000) + 2;
+    const expiring = (await alice.post('/api/token/', { name: 'never-off-2', unlimited_quota: true, expired_time: soon })).body.data;
+    await new Promise((r) => setTimeout(r, soon * 1000 - Date.now() + 200));
+    expect((await alice.get(`/api/token/${expiring.id}`)).body.data.status).toBe(3);
+    const refused = await alice.put('/api/token/?status_only=1', { id: expiring.id, status: 1 });
+    expect(refused.status).toBe(400);
+    expect(refused.body.message).toMatch(/expired/);
+  });
+
+  it('a key read and sent back whole (status 3 or 4, key, used_quota…) is updated, its status left as computed', async () => {
+    const tok = (await alice.post('/api/token/', { name: 'round-trip' })).body.data;
+    const read = (await alice.get(`/api/token/${tok.id}`)).body.data;
+    expect(read.status).toBe(4);
+    const res = await alice.put('/api/token/', { ...read, remain_quota: 40 });
+    expect(res.status, res.text).toBe(200);
+    expect(res.body.data).toMatchObject({ remain_quota: 40, status: 1 });
+    // 3 and 4 are not statuses to set.
+    expect((await alice.put('/api/token/?status_only=1', { id: tok.id, status: 4 })).status).toBe(400);
+  });
+
+  it('an update with nothing it can change answers the key as it is (200), and one without status under status_only is a 400', async () => {
+    const tok = (await alice.post('/api/token/', { name: 'unchanged', unlimited_quota: true })).body.data;
+    for (const body of [{ id: tok.id }, { id: tok.id, key: 'sk-whatever', used_quota: 5, created_time: 1 }]) {
+      const res = await alice.put('/api/token/', body);
+      expect(res.status, res.text).toBe(200);
+      expect(res.body.data).toMatchObject({ id: tok.id, name: 'unchanged', status: 1 });
+    }
+    const missing = await alice.put('/api/token/?status_only=1', { id: tok.id, name: 'ignored' });
+    expect(missing.status).toBe(400);
+    expect(missing.body.message).toMatch(/^status: /);
+  });
+
+  it('an id past 2^31 - 1 in a PUT body is a 400 naming the id, not a server error', async () => {
+    const big = 2_147_483_648;
+    for (const [c, path, body] of [
+      [alice, '/api/token/', { id: big, name: 'x' }],
+      [t.root, '/api/user/', { id: big, quota: 1 }],
+      [t.root, '/api/redemption/', { id: big, name: 'x' }],
+      [t.root, '/api/channel/', { id: big, name: 'x' }],
+    ] as const) {
+      const res = await c.put(path, body);
+      expect(res.status, `${path}: ${res.text}`).toBe(400);
+      expect(res.body.message).toMatch(/^id: /);
+    }
+  });
+
   it('a disabled, expired or deleted key no longer authenticates, at once on this process', async () => {
     const tok = (await alice.post('/api/token/', { name: 'temp', unlimited_quota: true })).body.data;
     const use = () => t.anon.get('/api/user/self', { authorization: `Bearer ${tok.key}` });
