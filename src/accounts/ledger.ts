@@ -184,12 +184,15 @@ export function encodeLedgerOp(o: LedgerOp, i: number) {
 export const takenOf = (r: Pick<LedgerAnswer, 'outcome' | 'left_amount'>): Taken =>
   r.outcome === 'ok' ? { ok: true } : { ok: false, which: r.outcome, left: Number(r.left_amount) };
 
-/** Answers 403 (OpenAI's insufficient_quota) when a reservation or charge found the user's quota or the key's remain_quota short. */
+/**
+ * Answers 403 insufficient_quota (type and code, as OpenAI's own) when a reservation or charge found the user's quota or
+ * the key's remain_quota short; the message says which of the two.
+ */
 export function assertTaken<T extends Taken | Reserved>(r: T, cost: number): asserts r is Extract<T, { ok: true }> {
   if (r.ok) return;
   const whose = r.which === 'user' ? "your account's quota" : "this API key's remain_quota";
   throw new AppError(403, `Insufficient quota: this call costs ${cost} and ${whose} has ${r.left} left.`, {
-    code: r.which === 'user' ? 'insufficient_user_quota' : 'insufficient_token_quota',
+    code: 'insufficient_quota',
     type: 'insufficient_quota',
   });
 }

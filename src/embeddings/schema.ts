@@ -28,7 +28,11 @@ export interface EmbeddingsRequest {
 
 /** The body of POST /v1/embeddings: validates requests and documents them (/openapi.json). */
 export const embeddingsBody = z.object({
-  model: z.string().min(1).max(200).optional().describe('Model id; the path model of /v1/engines/{model}/embeddings is the fallback'),
+  model: z
+    .string()
+    .max(200)
+    .nullish()
+    .describe('Model id; the path model of /v1/engines/{model}/embeddings is the fallback (also for an empty or null one)'),
   input: z
     .union([z.string().min(1), z.array(z.string().min(1)).min(1).max(MAX_INPUTS)])
     .describe(`A string, or an array of up to ${MAX_INPUTS} strings, each at most ${MAX_INPUT_TOKENS} tokens`),
@@ -121,7 +125,7 @@ export function parseEmbeddingsRequest(body: unknown, pathModel?: string): Embed
     if (field === 'allow_unsupported_text') throw invalid("Invalid type for 'allow_unsupported_text': expected a boolean.", field);
     throw invalid(`Invalid '${field}': ${issue.message}`, field || null);
   }
-  const model = r.data.model ?? pathModel;
+  const model = r.data.model || pathModel;
   if (!model) throw invalid('You must provide a model parameter.', 'model');
   return {
     model,

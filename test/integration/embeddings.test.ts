@@ -91,6 +91,12 @@ describe('the official openai client against local-hash-v1', () => {
     expect(viaPath.body.model).toBe('local-hash-v1');
     const bodyWins = await v1(key).post('/v1/engines/does-not-exist/embeddings', { model: 'local-hash-v1', input: 'x y z' });
     expect(bodyWins.status).toBe(200);
+    // An empty or null body model is no model: the path's is used (one-api does the same).
+    for (const model of ['', null]) {
+      const empty = await v1(key).post('/v1/engines/local-hash-v1/embeddings', { model, input: 'x y z' });
+      expect(empty.status, JSON.stringify(model)).toBe(200);
+      expect(empty.body.model).toBe('local-hash-v1');
+    }
     const pathUnknown = await v1(key).post('/v1/engines/does-not-exist/embeddings', { input: 'x' });
     expect(pathUnknown.status).toBe(404);
     expect(pathUnknown.body.error).toMatchObject({ code: 'model_not_found', type: 'invalid_request_error', param: 'model' });
@@ -142,6 +148,7 @@ describe('bad input: 400 in OpenAI shape', () => {
     ['dimensions 1.5', { model: 'local-hash-v1', input: 'a', dimensions: 1.5 }, 'dimensions'],
     ['unknown encoding_format', { model: 'local-hash-v1', input: 'a', encoding_format: 'int8' }, 'encoding_format'],
     ['missing model', { input: 'a' }, 'model'],
+    ['an empty model', { model: '', input: 'a' }, 'model'],
     ['a non-object body', ['a'], null],
   ];
   for (const [label, body, param] of cases) {
@@ -511,14 +518,14 @@ describe('pricing and quota', () => {
     const { key } = await newKey({ unlimited_quota: true });
     const res = await v1(key).post('/v1/embeddings', { model: 'pricey-model', input: 'hello' });
     expect(res.status).toBe(403);
-    expect(res.body.error).toMatchObject({ type: 'insufficient_quota', code: 'insufficient_user_quota' });
-    expect(res.body.error.message).toMatch(/account/);
+    expect(res.body.error).toMatchObject({ type: 'insufficient_quota', code: 'insufficient_quota' });
+    expect(res.body.error.message).toMatch(/your account's quota/);
     await setQuota(1_000_000);
     const small = await newKey({ remain_quota: 5 });
     const r2 = await v1(small.key).post('/v1/embeddings', { model: 'pricey-model', input: 'hello' });
     expect(r2.status).toBe(403);
-    expect(r2.body.error.code).toBe('insufficient_token_quota');
-    expect(r2.body.error.message).toMatch(/API key/);
+    expect(r2.body.error).toMatchObject({ type: 'insufficient_quota', code: 'insufficient_quota' });
+    expect(r2.body.error.message).toMatch(/this API key's remain_quota/);
     expect(await quotaOf()).toBe(1_000_000);
     expect((await user.get(`/api/token/${small.id}`)).body.data.remain_quota).toBe(5);
   });
