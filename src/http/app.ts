@@ -90,11 +90,22 @@ function requestContext(p: Platform): Koa.Middleware {
   };
 }
 
-/** Nothing matched: 405 with Allow when the path exists under other methods, else 404. */
+/**
+ * Nothing matched. one-api's collection paths end in a slash (`/api/token/`), and its router redirects the bare form:
+ * here a path that matches a route once a slash is added is answered by that route. Otherwise 405 with Allow when the
+ * path exists under other methods, else 404.
+ */
 function notFoundOrNotAllowed(root: Router): Koa.Middleware {
-  return async (ctx) => {
+  const dispatch = root.routes();
+  return async (ctx, next) => {
+    if (!ctx.path.endsWith('/') && root.match(`${ctx.path}/`, ctx.method).route) {
+      ctx.path = `${ctx.path}/`;
+      return dispatch(ctx as Parameters<typeof dispatch>[0], next);
+    }
     const allowed = new Set<string>();
     for (const layer of root.match(ctx.path, ctx.method).path) for (const m of layer.methods) allowed.add(m);
+    if (allowed.size === 0 && !ctx.path.endsWith('/'))
+      for (const layer of root.match(`${ctx.path}/`, ctx.method).path) for (const m of layer.methods) allowed.add(m);
     if (allowed.size === 0) throw new AppError(404, `No route for ${ctx.method} ${ctx.path}`, { code: 'not_found' });
     const allow = [...allowed].join(', ');
     if (ctx.method === 'OPTIONS') {

@@ -153,6 +153,23 @@ describe('errors are JSON in the area shape', () => {
     expect((await t.anon.get('/v1/nothing')).body.error).toMatchObject({ message: expect.any(String), type: 'invalid_request_error' });
   });
 
+  it("one-api's collection paths answer without their trailing slash too (/api/token as /api/token/), query kept", async () => {
+    const made = await t.root.post('/api/token', { name: 'no-slash', unlimited_quota: true });
+    expect(made.status, made.text).toBe(201);
+    expect(made.body.data.key).toMatch(/^sk-/);
+    const tokens = await t.root.get('/api/token?page_size=100');
+    expect(tokens.status).toBe(200);
+    expect(tokens.body.data.map((x: { name: string }) => x.name)).toContain('no-slash');
+    const users = await t.root.get('/api/user?page_size=1');
+    expect(users.status).toBe(200);
+    expect(users.body.data).toHaveLength(1);
+    for (const path of ['/api/redemption', '/api/channel', '/api/log']) expect((await t.root.get(path)).status, path).toBe(200);
+    // Not a way around the method rules: a wrong method there is still 405 with Allow.
+    const wrong = await t.root.request('PATCH', '/api/token');
+    expect(wrong.status).toBe(405);
+    expect(wrong.headers.get('allow')).toContain('POST');
+  });
+
   it('a wrong method is 405 with Allow', async () => {
     const res = await t.anon.request('PATCH', '/api/user/login');
     expect(res.status).toBe(405);
