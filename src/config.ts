@@ -140,6 +140,8 @@ const envSchema = z.object({
   USE_LITE_PRELOAD: bool(true),
   /** Usage and audit logs older than this many days go, a whole day partition at a time (src/logs). */
   LOG_RETENTION_DAYS: int(30, 1, 3650),
+  /** Free calls of one (user, key, model) a minute that get a consume row each; the rest of the minute's are aggregated. */
+  FREE_CALL_ROWS_PER_MINUTE: int(60, 0, 1_000_000),
 });
 
 export type Config = Readonly<

@@ -23,7 +23,7 @@ export interface Platform {
   auth: Authenticator;
   /** Upstream embeddings channels, re-read every 2 s. */
   channels: ChannelDirectory;
-  /** Request counters for free calls, written once a second. */
+  /** Free calls' log rows and request counters (src/accounts/usage.ts). */
   usage: UsageRecorder;
   /** Quota for priced calls: reservations, charges, settlements and refunds with their log rows, batched. */
   ledger: QuotaLedger;
@@ -71,7 +71,7 @@ export async function createPlatform(config: Config, log: Logger, opts: Platform
     keyPrefix: config.QUEUE_PREFIX,
     keys: redisKeys(config),
     channels: new ChannelDirectory(db, undefined, (err) => log.warn({ err }, 'could not write channel usage')),
-    usage: new UsageRecorder(db, log),
+    usage: new UsageRecorder(db, log, config.FREE_CALL_ROWS_PER_MINUTE),
     ledger: new QuotaLedger(db, { reservationTtlMs: Math.max(config.QUOTA_RESERVATION_TTL_MS, config.SYNC_WAIT_MS + 5_000) }),
     async close() {
       unwatch();

@@ -1,9 +1,10 @@
-// Request counters for calls that cost nothing: gathered in memory and written once a second, not per call; and
-// their consume rows, aggregated per (user, key, model, minute) and written once that minute is over.
+// Calls that cost nothing: the first few of each (user, key, model) in a minute get a consume row each, written with
+// their request count before they are answered; past that, their rows are aggregated per (user, key, model, minute)
+// and written once that minute is over, and their request counters gathered in memory and written once a second.
 import type { Db } from '../db.js';
 import type { Logger } from '../log.js';
 import type { LogEntry } from '../logs/schema.js';
-import { insertLogs } from '../logs/store.js';
+import { insertLogs, logRecord } from '../logs/store.js';
 
 /** The calls of one (user, key, model) in one minute, as the one row they become. */
 interface Aggregate {
@@ -19,24 +20,71 @@ export class UsageRecorder {
   private requests = new Map<number, number>();
   private tokens = new Set<number>();
   private aggregates = new Map<string, Aggregate>();
+  /** Calls given a row of their own in `rowsMinute`, per (user, key, model). */
+  private ownRows = new Map<string, number>();
+  private rowsMinute = 0;
   private timer?: NodeJS.Timeout;
   private flushing?: Promise<void>;
 
   constructor(
     private readonly db: Db,
     private readonly log: Logger,
+    /** Calls of one (user, key, model) a minute that get a row each (FREE_CALL_ROWS_PER_MINUTE); 0: all aggregated. */
+    private readonly rowsPerMinute = 60,
     private readonly intervalMs = 1_000,
   ) {}
 
   /**
-   * Counts a free call. Its consume row (`consume`), if given, joins the row of its (user, key,
-   * model, minute): one row per minute, whose request_count says how many calls it stands for.
+   * Counts a free call and logs it (`consume`). One of the first `rowsPerMinute` of its (user, key, model) this minute
+   * is written at once, its row and the user's request count in one statement (resolved when written; a failure is
+   * logged and the call joins the aggregate instead, never failing the call: nothing was charged). Later ones join
+   * the row of their (user, key, model, minute), whose request_count says how many calls it stands for.
    */
-  record(userId: number, tokenId: number | null, consume?: LogEntry): void {
-    this.requests.set(userId, (this.requests.get(userId) ?? 0) + 1);
+  async record(userId: number, tokenId: number | null, consume?: LogEntry): Promise<void> {
     if (tokenId !== null) this.tokens.add(tokenId);
+    if (consume && this.ownRow(consume)) {
+      try {
+        await this.writeOwnRow(consume);
+        this.armTimer();
+        return;
+      } catch (err) {
+        this.log.warn({ err }, 'could not write a free call\'s log row; it joins its minute\'s aggregate');
+      }
+    }
+    this.requests.set(userId, (this.requests.get(userId) ?? 0) + 1);
     if (consume) this.aggregate(consume);
+    this.armTimer();
+  }
+
+  private armTimer() {
     this.timer ??= setTimeout(() => void this.flushDue(), this.intervalMs);
+  }
+
+  /** Whether this call is one of the first rowsPerMinute of its (user, key, model) this minute (and counts it). */
+  private ownRow(e: LogEntry): boolean {
+    if (this.rowsPerMinute <= 0) return false;
+    const minute = Math.floor((e.createdAt ?? Date.now() / 1000) / 60);
+    if (minute !== this.rowsMinute) {
+      this.rowsMinute = minute;
+      this.ownRows.clear();
+    }
+    const key = `${e.userId}\u0000${e.tokenId ?? ''}\u0000${e.modelName ?? ''}`;
+    const n = this.ownRows.get(key) ?? 0;
+    if (n >= this.rowsPerMinute) return false;
+    this.ownRows.set(key, n + 1);
+    return true;
+  }
+
+  /** The call's row and the user's request count, in one statement (it locks only the user's row, as a charge does first). */
+  private async writeOwnRow(e: LogEntry): Promise<void> {
+    const row = logRecord(e);
+    const columns = Object.keys(row) as (keyof typeof row)[];
+    const values = columns.map((c) => (c === 'username' ? 'coalesce(?, (select username from counted))' : '?'));
+    await this.db.raw(
+      `with counted as (update users set request_count = request_count + 1 where id = ? returning username)
+       insert into logs (${columns.join(', ')}) values (${values.join(', ')})`,
+      [e.userId, ...columns.map((c) => row[c])],
+    );
   }
 
   private aggregate(e: LogEntry) {
@@ -84,7 +132,7 @@ export class UsageRecorder {
       });
     }
     // Rows of the current minute wait for it to end.
-    if (this.aggregates.size) this.timer ??= setTimeout(() => void this.flushDue(), this.intervalMs);
+    if (this.aggregates.size) this.armTimer();
     if (this.requests.size === 0 && this.tokens.size === 0 && rows.length === 0) return;
     const requests = this.requests;
     const tokens = [...this.tokens];

@@ -126,7 +126,7 @@ export function embeddingsRouter(p: Platform): ApiRouter {
       await p.ledger.refund(reservation, errorEntry(logCall, err)).catch((e) => ctx.state.log?.error({ err: e }, 'quota refund failed'));
       throw err;
     }
-    // The consume row: written with the charge; free local calls aggregated per minute.
+    // The consume row: written with the charge; free local calls' rows by the usage recorder (past a few a minute, aggregated).
     const consume = consumeOf(outcome);
     if (cost > 0 || model.price > 0) {
       try {
@@ -136,7 +136,7 @@ export function embeddingsRouter(p: Platform): ApiRouter {
         await p.ledger.refund(reservation, errorEntry(logCall, err)).catch((e) => ctx.state.log?.error({ err: e }, 'quota refund failed'));
         throw err;
       }
-    } else p.usage.record(principal.user.id, token.id, consume);
+    } else await p.usage.record(principal.user.id, token.id, consume);
 
     ctx.body = responseJson(req.model, outcome, base64, hot);
   }

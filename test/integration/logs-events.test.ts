@@ -12,7 +12,7 @@ const UPSTREAM_KEY = 'sk-upstreamSECRETkey0123456789abcdef';
 
 beforeAll(async () => {
   up = await new FakeOpenAI().start();
-  t = await startTestApp({ env: { UPSTREAM_TIMEOUT_MS: '2000' } });
+  t = await startTestApp({ env: { UPSTREAM_TIMEOUT_MS: '2000', FREE_CALL_ROWS_PER_MINUTE: '3' } });
 });
 afterAll(async () => {
   await t?.close();
@@ -122,17 +122,42 @@ describe('consume rows of /v1 calls', () => {
     up.behaviour = { kind: 'ok', reportUsage: true };
   });
 
-  it('free local-hash-v1 calls become one row per (user, key, model, minute) whose request_count counts them, written when the minute ends or the process stops', async () => {
+  it('a free local-hash-v1 call has its consume row and request count by the time it is answered', async () => {
+    const p = await payer('free-single', 0);
+    const before = (await p.self()).request_count;
+    const res = await p.v1.post('/v1/embeddings', { model: 'local-hash-v1', input: 'one free call' }, { 'x-request-id': 'free-req-1' });
+    expect(res.status).toBe(200);
+    // No flush, no wait.
+    const rows = (await p.logs('type=2')).filter((r) => r.model_name === 'local-hash-v1');
+    expect(rows).toHaveLength(1);
+    expect(rows[0]).toMatchObject({
+      username: 'free-single',
+      token_name: 'key-free-single',
+      quota: 0,
+      request_count: 1,
+      request_id: 'free-req-1',
+      prompt_tokens: res.body.usage.prompt_tokens,
+    });
+    expect((await p.self()).request_count).toBe(before + 1);
+  });
+
+  it('past FREE_CALL_ROWS_PER_MINUTE (3 here) free calls of a (user, key, model) in a minute, the rest become one row whose request_count counts them, written when the minute ends or the process stops', async () => {
     const p = await payer('free-caller', 0);
+    // All seven calls in one minute (they take well under a second), so the rows are exactly 1, 1, 1 and 4.
+    const second = new Date().getUTCSeconds();
+    if (second > 50) await new Promise((r) => setTimeout(r, (61 - second) * 1000));
     for (let i = 0; i < 7; i++) expect((await p.v1.post('/v1/embeddings', { model: 'local-hash-v1', input: `free call ${i}` })).status).toBe(200);
-    // The current minute is still open: nothing yet unless it just ended. The platform closing writes everything.
+    const own = (await p.logs('type=2')).filter((r) => r.model_name === 'local-hash-v1');
+    expect(own.map((r) => r.request_count)).toEqual([1, 1, 1]);
+    // The minute is still open: its aggregate is written when it ends; the platform closing writes everything.
     await t.platform.usage.flush();
     const rows = (await p.logs('type=2')).filter((r) => r.model_name === 'local-hash-v1');
-    expect(rows.length).toBeGreaterThanOrEqual(1);
-    expect(rows.length).toBeLessThanOrEqual(2); // the calls may straddle a minute
-    expect(rows.reduce((s, r) => s + r.request_count, 0)).toBe(7);
+    expect(rows.map((r) => r.request_count).sort()).toEqual([1, 1, 1, 4]);
+    const aggregate = rows.find((r) => r.request_count === 4)!;
+    expect(aggregate.content).toMatch(/4 free calls in the minute from/);
+    expect(aggregate.prompt_tokens).toBeGreaterThan(0);
     expect(rows.every((r) => r.quota === 0 && r.token_name === 'key-free-caller')).toBe(true);
-    expect(rows.reduce((s, r) => s + r.prompt_tokens, 0)).toBeGreaterThan(0);
+    expect((await p.self()).request_count).toBe(7);
   });
 });
 
