@@ -79,20 +79,21 @@ const UNSAFE = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
  * A state change authenticated by what a browser sends on its own (the session cookie, Basic
  * credentials) must come from our own origin (or ALLOWED_ORIGINS). That covers GETs that change
  * state too (`changesState`): SameSite=Lax still sends the cookie on a top-level cross-site GET.
- * Refused: a foreign Origin or Referer, or, when neither is sent (a page can suppress Referer),
- * `Sec-Fetch-Site: cross-site` or `same-site`. A request with none of these headers is not from a
- * browser page and is let through.
+ * Refused: a foreign Origin or Referer, or `Sec-Fetch-Site: cross-site` or `same-site` (whatever Origin says,
+ * unless it is one of ALLOWED_ORIGINS). A request with none of these headers is not from a browser page and is let
+ * through.
  */
 export function checkSameOrigin(ctx: Context, p: Platform, changesState = UNSAFE.has(ctx.method)): void {
   if (!changesState) return;
   const own = `${ctx.protocol}://${ctx.host}`;
   const origin = ctx.get('origin') || refererOrigin(ctx.get('referer'));
-  if (origin) {
-    if (origin === own || p.config.ALLOWED_ORIGINS.includes(origin)) return;
+  const allowed = origin !== undefined && p.config.ALLOWED_ORIGINS.includes(origin);
+  if (origin && origin !== own && !allowed) {
     throw forbidden(`Cross-origin request refused (Origin ${origin} is not ${own})`, { code: 'csrf_origin_mismatch' });
   }
+  // The browser's own word wins over an Origin that claims to be ours (only ALLOWED_ORIGINS may be another site).
   const site = ctx.get('sec-fetch-site').toLowerCase();
-  if (site === 'cross-site' || site === 'same-site') {
+  if ((site === 'cross-site' || site === 'same-site') && !allowed) {
     throw forbidden(`Cross-site request refused (Sec-Fetch-Site: ${site}): this action must come from ${own}`, { code: 'csrf_origin_mismatch' });
   }
 }
