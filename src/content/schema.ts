@@ -10,8 +10,8 @@ export const BATCH_TOO_LARGE = 'Batch size cannot exceed 100';
 export const DUPLICATE_IN_BATCH = 'Duplicate url in batch';
 export const NOT_FOUND = 'Content not found';
 /** Replacing or deleting an item someone else stored (or a legacy item, stored by nobody) is for admins. */
-export const NOT_OWNER_UPSERT = 'Content with this url was stored by another user; only an admin can replace it';
-export const NOT_OWNER_DELETE = 'Content was stored by another user; only an admin can delete it';
+export const NOT_OWNER_UPSERT = 'Content with this url was stored by another user; only an admin above them can replace it';
+export const NOT_OWNER_DELETE = 'Content was stored by another user; only an admin above them can delete it';
 export const MAX_BATCH = 100;
 export const MAX_CONTENT_BYTES = 1024 * 1024;
 

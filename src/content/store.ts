@@ -19,22 +19,36 @@ const SEARCH_EXPR = `(coalesce(title, '') || E'\\x1f' || summary || E'\\x1f' || 
 const UPDATED_ON_CONFLICT = ['source', 'title', 'summary', 'content', 'score', 'analyzed_by', 'analyzed_at', 'updated_at'];
 
 /**
- * Who is writing: new items are recorded as theirs; an existing item (another user's, or a legacy
- * one with no owner) is replaced or deleted only when `admin`. id null (a system job) owns nothing.
+ * Who is writing: new items are recorded as theirs. An existing item is replaced or deleted by its owner; by an admin
+ * when its owner is below the admin's role (SPEC §10's role rule) or it has none (a legacy item); by root always.
+ * id null (a system job) owns nothing.
  */
 export interface Caller {
   id: number | null;
-  admin: boolean;
+  role: number;
 }
 
-export const callerOf = (user: { id: number; role: number }): Caller => ({ id: user.id, admin: user.role >= ROLE.admin });
+export const callerOf = (user: { id: number; role: number }): Caller => ({ id: user.id, role: user.role });
+
+/**
+ * The SQL condition (on `created_by` of `table`) for items the caller may replace or delete, with its bindings; true
+ * for root. `=` is false for null on either side: legacy items match only the admins' `is null`.
+ */
+function mayChange(caller: Caller, table: string): { sql: string; bindings: (number | null)[] } {
+  if (caller.role >= ROLE.root) return { sql: 'true', bindings: [] };
+  if (caller.role < ROLE.admin) return { sql: `${table}.created_by = ?`, bindings: [caller.id] };
+  return {
+    sql: `(${table}.created_by = ? or ${table}.created_by is null or ${table}.created_by in (select id from users where role < ?))`,
+    bindings: [caller.id, caller.role],
+  };
+}
 
 /**
  * The caller of a job, from Postgres as it is now (not from the job's data): a job of a user who
  * was since deleted or disabled is refused for good.
  */
 export async function loadCaller(db: Db, owner: number | null): Promise<Caller> {
-  if (owner === null) return { id: null, admin: false };
+  if (owner === null) return { id: null, role: 0 };
   const user = await db('users').where({ id: owner }).first<{ id: number; role: number; status: number } | undefined>('id', 'role', 'status');
   if (!user || user.status !== USER_STATUS.enabled)
     throw forbidden('The user who submitted this job is disabled or gone', { code: 'user_disabled', retriable: false });
@@ -83,9 +97,9 @@ function upsert(db: Db, items: NewItem[], caller: Caller) {
     .insert(items.map((i) => toRow(i, now, caller)))
     .onConflict('url')
     .merge(UPDATED_ON_CONFLICT);
-  // The ownership check is part of the one statement: a conflicting row is updated only if it is the
-  // caller's. `=` is false for null on either side: legacy items, and callers with no id, never match.
-  return caller.admin ? q : q.whereRaw('content_items.created_by = excluded.created_by');
+  // The ownership check is part of the one statement: a conflicting row is updated only if the caller may change it.
+  const { sql, bindings } = mayChange(caller, 'content_items');
+  return caller.role >= ROLE.root ? q : q.whereRaw(sql, bindings);
 }
 
 /**
@@ -106,14 +120,14 @@ async function refusingBadValues<T>(query: PromiseLike<T>): Promise<T> {
 
 export const getItem = (db: Db, id: string) => db<ContentRow>('content_items').where({ id }).first();
 
-/** 'forbidden': the item is another user's (or a legacy item) and the caller is not an admin. */
+/** 'forbidden': the item exists but is not the caller's to delete (see mayChange). */
 export async function deleteItem(db: Db, id: string, caller: Caller): Promise<'deleted' | 'missing' | 'forbidden'> {
-  const q = db('content_items').where({ id });
+  const { sql, bindings } = mayChange(caller, 'content_items');
   // whereRaw, not where(col, value): knex turns `= null` into `is null`, which would match legacy items.
-  if (!caller.admin) q.whereRaw('created_by = ?', [caller.id]);
+  const q = db('content_items').where({ id }).whereRaw(sql, bindings);
   // RETURNING, not the affected-row count: PGlite's driver reports counts differently from pg.
   if ((await q.delete().returning('id')).length > 0) return 'deleted';
-  if (caller.admin) return 'missing';
+  if (caller.role >= ROLE.root) return 'missing';
   return (await db('content_items').where({ id }).first('id')) ? 'forbidden' : 'missing';
 }
 

@@ -45,7 +45,7 @@ describe('state-changing GETs authenticated by the session cookie', () => {
     expect((await c.get('/api/user/token', { referer: 'https://evil.example/page' })).status).toBe(403);
     expect((await c.get('/api/user/token', { 'sec-fetch-site': 'same-site' })).status).toBe(403);
     // The browser's Sec-Fetch-Site is believed over an Origin or Referer claiming to be ours.
-    for (const claim of [{ origin: t.url }, { referer: `${t.url}/` }])
+    for (const claim of [{ origin: t.url }, { referer: `${t.url}/` }] as Record<string, string>[])
       expect((await c.get('/api/user/token', { ...crossSite, ...claim })).status, JSON.stringify(claim)).toBe(403);
     expect((await c.post('/api/token/', { name: 'csrf' }, { ...crossSite, origin: t.url })).status).toBe(403);
     expect((await t.anon.get('/api/user/self', { authorization: token })).status).toBe(200);

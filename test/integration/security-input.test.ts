@@ -105,7 +105,7 @@ describe('item 9: a NUL (U+0000) in a string is a 400 naming the field', () => {
   it('a value Postgres refuses becomes a 400 that is never retried, not a retriable 500', async () => {
     // What checkItem now refuses, handed to the store directly: the defence behind the validation.
     const bad = { ...item({ title: 'x\u0000y' }), analyzedBy: null, analyzedAt: null };
-    const caller = { id: ids.alice!, admin: false };
+    const caller = { id: ids.alice!, role: 1 };
     await expect(contentStore.upsertItems(t.platform.db, [bad], caller)).rejects.toMatchObject({ status: 400, retriable: false });
     await expect(contentStore.upsertItem(t.platform.db, bad, caller)).rejects.toMatchObject({ status: 400, retriable: false });
   });
@@ -207,6 +207,25 @@ describe('item 18: content items are changed only by their creator or an admin',
     expect(await row(mine.url)).toMatchObject({ score: 8, created_by: ids.alice });
     expect((await admin.delete(`/api/content/${mine.id}`)).status).toBe(200);
     expect(await row(mine.url)).toBeUndefined();
+  });
+
+  it("the role rule: an admin neither replaces nor deletes root's or another admin's items (one by one or in a batch); root does", async () => {
+    const admin2 = await user('admin2', 10);
+    for (const owner of [t.root, admin2]) {
+      const theirs = (await owner.post('/api/content', item({ score: 2 }))).body;
+      const replaced = await admin.post('/api/content', item({ url: theirs.url, score: 9 }));
+      expect(replaced.status).toBe(409);
+      expect(replaced.body).toEqual({ error: NOT_OWNER_UPSERT });
+      const deleted = await admin.delete(`/api/content/${theirs.id}`);
+      expect(deleted.status).toBe(403);
+      expect(deleted.body).toEqual({ error: NOT_OWNER_DELETE });
+      expect((await batch(admin, [item({ url: theirs.url, score: 9 })])).errors).toEqual([{ index: 0, url: theirs.url, error: NOT_OWNER_UPSERT }]);
+      expect(await row(theirs.url)).toMatchObject({ score: 2 });
+    }
+    const admins = (await admin2.post('/api/content', item({ score: 2 }))).body;
+    expect((await t.root.post('/api/content', item({ url: admins.url, score: 6 }))).status).toBe(200);
+    expect(await row(admins.url)).toMatchObject({ score: 6, created_by: ids.admin2 });
+    expect((await t.root.delete(`/api/content/${admins.id}`)).status).toBe(200);
   });
 
   it('a legacy item (created_by null) is replaced or deleted by admins only', async () => {

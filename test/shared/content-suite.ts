@@ -370,7 +370,7 @@ export function contentSuite(label: string, opts: { embedded: boolean }) {
           if (!check.ok) throw new Error(check.error);
           return check.item;
         });
-        expect(await upsertItems(t.platform.db, seeded, { id: null, admin: true })).toHaveLength(1100);
+        expect(await upsertItems(t.platform.db, seeded, { id: null, role: 100 })).toHaveLength(1100);
         const nextOf = (res: { headers: Headers }) => /^<([^>]+)>; rel="next"$/.exec(res.headers.get('link') ?? '')?.[1] ?? null;
 
         const byDefault = await c.get(`/api/content?source=${capSource}`);
