@@ -48,7 +48,7 @@ export class UsageRecorder {
         this.armTimer();
         return;
       } catch (err) {
-        this.log.warn({ err }, 'could not write a free call\'s log row; it joins its minute\'s aggregate');
+        this.log.warn({ err }, "could not write a free call's log row; it joins its minute's aggregate");
       }
     }
     this.requests.set(userId, (this.requests.get(userId) ?? 0) + 1);

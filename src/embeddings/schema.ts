@@ -28,11 +28,7 @@ export interface EmbeddingsRequest {
 
 /** The body of POST /v1/embeddings: validates requests and documents them (/openapi.json). */
 export const embeddingsBody = z.object({
-  model: z
-    .string()
-    .max(200)
-    .nullish()
-    .describe('Model id; the path model of /v1/engines/{model}/embeddings is the fallback (also for an empty or null one)'),
+  model: z.string().max(200).nullish().describe('Model id; the path model of /v1/engines/{model}/embeddings is the fallback (also for an empty or null one)'),
   input: z
     .union([z.string().min(1), z.array(z.string().min(1)).min(1).max(MAX_INPUTS)])
     .describe(`A string, or an array of up to ${MAX_INPUTS} strings, each at most ${MAX_INPUT_TOKENS} tokens`),

@@ -43,38 +43,46 @@ function snippet(text: string | null): string {
 
 export async function fetchOp(p: Platform, job: z.output<typeof fetchPayload>): Promise<FetchResult> {
   const { accountId, mailbox } = job;
-  return onAccount(p, accountId, LOCK_WAIT_MS, (account) =>
-    withImap(p, account, async (client) => {
-      const path = await mailboxPath(client, mailbox);
-      if (!path) return { mailbox, messages: [] };
-      const filter = { limit: job.limit, since: job.since, from: job.from, subject: job.subject };
+  let email = '';
+  const messages = await onAccount(p, accountId, LOCK_WAIT_MS, (account) => {
+    email = account.email;
+    return readMessages(p, account, job);
+  });
+  return job.newest ? { email, mailbox, message: messages[0] ?? null } : { email, mailbox, messages };
+}
 
-      if (job.mode === 'preview') {
-        const f = await fetchMessages(client, path, { ...filter, preview: true });
-        const messages = f.messages.map((m): MailMessage => {
-          const row = { ...m, id: store.messageKey(accountId, mailbox, f.uidValidity, m.uid), account_id: accountId, mailbox, uidvalidity: f.uidValidity };
-          return { ...store.toMessage(row), text: null, html: null, snippet: snippet(m.text) };
-        });
-        return { mailbox, messages };
-      }
+async function readMessages(p: Platform, account: store.MailAccount, job: z.output<typeof fetchPayload>): Promise<MailMessage[]> {
+  const { accountId, mailbox } = job;
+  return withImap(p, account, async (client) => {
+    const path = await mailboxPath(client, mailbox);
+    if (!path) return [];
+    const filter = { limit: job.limit, since: job.since, from: job.from, subject: job.subject };
 
-      if (job.mode === 'fast') {
-        // Bring the stored copy up to date (drop what vanished, add what is new), then answer from it.
-        const { uidValidity, uids } = await listUids(client, path);
-        await store.dropVanished(p.db, accountId, mailbox, uidValidity, uids);
-        const stored = await store.storedUids(p.db, accountId, mailbox, uidValidity);
-        const newest = stored.reduce((a, b) => Math.max(a, b), 0);
-        const f = stored.length ? await fetchMessages(client, path, { limit: FAST_FETCH_MAX, afterUid: newest }) : await fetchMessages(client, path, filter);
-        await store.storeMessages(p.db, accountId, mailbox, f.uidValidity, f.messages);
-        const rows = await store.queryStored(p.db, accountId, mailbox, uidValidity, filter);
-        return { mailbox, messages: rows.map(store.toMessage) };
-      }
+    if (job.mode === 'preview') {
+      const f = await fetchMessages(client, path, { ...filter, preview: true });
+      const messages = f.messages.map((m): MailMessage => {
+        const row = { ...m, id: store.messageKey(accountId, mailbox, f.uidValidity, m.uid), account_id: accountId, mailbox, uidvalidity: f.uidValidity };
+        return { ...store.toMessage(row), text: null, html: null, snippet: snippet(m.text) };
+      });
+      return messages;
+    }
 
-      const f = await fetchMessages(client, path, filter);
-      const rows = await store.storeMessages(p.db, accountId, mailbox, f.uidValidity, f.messages);
-      return { mailbox, messages: rows.map(store.toMessage) };
-    }),
-  );
+    if (job.mode === 'fast') {
+      // Bring the stored copy up to date (drop what vanished, add what is new), then answer from it.
+      const { uidValidity, uids } = await listUids(client, path);
+      await store.dropVanished(p.db, accountId, mailbox, uidValidity, uids);
+      const stored = await store.storedUids(p.db, accountId, mailbox, uidValidity);
+      const newest = stored.reduce((a, b) => Math.max(a, b), 0);
+      const f = stored.length ? await fetchMessages(client, path, { limit: FAST_FETCH_MAX, afterUid: newest }) : await fetchMessages(client, path, filter);
+      await store.storeMessages(p.db, accountId, mailbox, f.uidValidity, f.messages);
+      const rows = await store.queryStored(p.db, accountId, mailbox, uidValidity, filter);
+      return rows.map(store.toMessage);
+    }
+
+    const f = await fetchMessages(client, path, filter);
+    const rows = await store.storeMessages(p.db, accountId, mailbox, f.uidValidity, f.messages);
+    return rows.map(store.toMessage);
+  });
 }
 
 export async function purgeOp(p: Platform, job: z.output<typeof purgePayload>): Promise<PurgeResult> {
@@ -82,10 +90,10 @@ export async function purgeOp(p: Platform, job: z.output<typeof purgePayload>): 
   return onAccount(p, accountId, LOCK_WAIT_MS, (account) =>
     withImap(p, account, async (client) => {
       const path = await mailboxPath(client, mailbox);
-      if (!path) return { mailbox, deleted: 0 };
+      if (!path) return { email: account.email, mailbox, deleted: 0 };
       const deleted = await deleteAll(client, path);
       await store.dropVanished(p.db, accountId, mailbox, 0, []);
-      return { mailbox, deleted };
+      return { email: account.email, mailbox, deleted };
     }),
   );
 }
@@ -125,51 +133,63 @@ export function warmUp(): void {
  * on INBOX, a look at Junk every two seconds — until a new message with a code arrives.
  */
 export async function codeOp(p: Platform, job: z.output<typeof codePayload>): Promise<CodeResult> {
+  let email = '';
+  const found = await onAccount(p, job.accountId, LOCK_WAIT_MS, (account) => {
+    email = account.email;
+    return findCode(p, account, job);
+  });
+  // None found is what the call answers (404), not a failure of the account: outside onAccount, so last_error keeps its meaning.
+  if (!found) throw new AppError(404, 'No verification code found', { code: 'no_code', retriable: false });
+  return { email, code: found.code, message: found.message, source: found.source, keyword: found.keyword };
+}
+
+type Found = Omit<CodeResult, 'email'> & { when: number };
+
+async function findCode(p: Platform, account: store.MailAccount, job: z.output<typeof codePayload>): Promise<Found | null> {
   const { accountId } = job;
-  return onAccount(p, accountId, LOCK_WAIT_MS, (account) =>
-    withImap(p, account, async (client) => {
-      const folders: { mailbox: MailboxName; path: string }[] = [{ mailbox: 'INBOX', path: 'INBOX' }];
-      const junk = await mailboxPath(client, 'Junk');
-      if (junk) folders.push({ mailbox: 'Junk', path: junk });
-      // Read where each folder ends before looking, so nothing arriving meanwhile is missed.
-      const next = new Map<string, number>();
-      for (const f of folders) next.set(f.path, await uidNextOf(client, f.path));
+  return withImap(p, account, async (client) => {
+    const folders: { mailbox: MailboxName; path: string }[] = [{ mailbox: 'INBOX', path: 'INBOX' }];
+    const junk = await mailboxPath(client, 'Junk');
+    if (junk) folders.push({ mailbox: 'Junk', path: junk });
+    // Read where each folder ends before looking, so nothing arriving meanwhile is missed.
+    const next = new Map<string, number>();
+    for (const f of folders) next.set(f.path, await uidNextOf(client, f.path));
 
-      const scan = async (mailbox: MailboxName, path: string, afterUid?: number): Promise<CodeResult & { when: number }> => {
-        const f = await fetchMessages(client, path, { limit: CODE_SCAN, since: job.since, from: job.from, subject: job.subject, afterUid });
-        const rows = await store.storeMessages(p.db, accountId, mailbox, f.uidValidity, f.messages);
-        for (const r of rows.map(store.toMessage)) {
-          const found = await extractCodeAsync({ subject: r.subject, text: r.text, html: r.html });
-          if (found)
-            return {
-              code: found.code,
-              message: { id: r.id, mailbox, from: r.from, subject: r.subject, date: r.date },
-              found: { source: found.source, keyword: found.keyword },
-              when: r.date ? Date.parse(r.date) : 0,
-            };
-        }
-        return { code: null, message: null, when: -1 };
-      };
+    const scan = async (mailbox: MailboxName, path: string, afterUid?: number): Promise<Found | null> => {
+      const f = await fetchMessages(client, path, { limit: CODE_SCAN, since: job.since, from: job.from, subject: job.subject, afterUid });
+      const rows = await store.storeMessages(p.db, accountId, mailbox, f.uidValidity, f.messages);
+      for (const r of rows.map(store.toMessage)) {
+        const found = await extractCodeAsync({ subject: r.subject, text: r.text, html: r.html });
+        if (found)
+          return {
+            code: found.code,
+            message: { id: r.id, mailbox, from: r.from, subject: r.subject, date: r.date },
+            source: found.source,
+            keyword: found.keyword,
+            when: r.date ? Date.parse(r.date) : 0,
+          };
+      }
+      return null;
+    };
 
-      let best: (CodeResult & { when: number }) | null = null;
+    let best: Found | null = null;
+    for (const f of folders) {
+      const found = await scan(f.mailbox, f.path);
+      if (found && (!best || found.when > best.when)) best = found;
+    }
+    if (best) return best;
+
+    const deadline = Date.now() + job.wait * 1000;
+    while (Date.now() < deadline) {
+      await waitForInbox(client, Math.min(2_000, deadline - Date.now()));
       for (const f of folders) {
-        const found = await scan(f.mailbox, f.path);
-        if (found.code && (!best || found.when > best.when)) best = found;
+        const uidNext = await uidNextOf(client, f.path);
+        if (uidNext <= next.get(f.path)!) continue;
+        const found = await scan(f.mailbox, f.path, next.get(f.path)! - 1);
+        next.set(f.path, uidNext);
+        if (found) return found;
       }
-      if (best) return { code: best.code, message: best.message, found: best.found };
-
-      const deadline = Date.now() + job.wait * 1000;
-      while (Date.now() < deadline) {
-        await waitForInbox(client, Math.min(2_000, deadline - Date.now()));
-        for (const f of folders) {
-          const uidNext = await uidNextOf(client, f.path);
-          if (uidNext <= next.get(f.path)!) continue;
-          const found = await scan(f.mailbox, f.path, next.get(f.path)! - 1);
-          next.set(f.path, uidNext);
-          if (found.code) return { code: found.code, message: found.message, found: found.found };
-        }
-      }
-      return { code: null, message: null };
-    }),
-  );
+    }
+    return null;
+  });
 }

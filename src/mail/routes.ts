@@ -185,14 +185,15 @@ export function mailRouter(p: Platform): ApiRouter {
     return { principal, req, account };
   }
 
-  function answerMessages(ctx: Context, email: string, mailbox: string, responseType: 'json' | 'html', messages: s.MailMessage[], single: boolean) {
+  /** The job's answer as JSON, or (response_type=html) as a readable page. */
+  function answerMessages(ctx: Context, responseType: 'json' | 'html', answer: s.FetchResult) {
     if (responseType === 'html') {
       ctx.set('Content-Security-Policy', MAIL_PAGE_CSP);
       ctx.type = 'text/html; charset=utf-8';
-      ctx.body = renderMessagesPage(email, mailbox, messages);
+      ctx.body = renderMessagesPage(answer.email, answer.mailbox, s.messagesOf(answer));
       return;
     }
-    ctx.body = single ? { email, mailbox, message: messages[0] ?? null } : { email, mailbox, messages };
+    ctx.body = answer;
   }
 
   const read =
@@ -204,10 +205,10 @@ export function mailRouter(p: Platform): ApiRouter {
         ctx,
         p,
         'mail.fetch',
-        { accountId: account.id, mailbox: r.mailbox, mode, limit: single ? 1 : r.limit, since: r.since, from: r.from, subject: r.subject },
+        { accountId: account.id, mailbox: r.mailbox, mode, limit: single ? 1 : r.limit, newest: single, since: r.since, from: r.from, subject: r.subject },
         principal,
       );
-      if (result) answerMessages(ctx, account.email, result.mailbox, r.response_type, result.messages, single);
+      if (result) answerMessages(ctx, r.response_type, result);
     };
 
   /** msOauth2api's operations answer GET and POST alike, as jobs, with the same errors. */
@@ -249,7 +250,7 @@ export function mailRouter(p: Platform): ApiRouter {
   const purge = (mailbox: s.MailboxName) => async (ctx: Context) => {
     const { principal, account } = await prepare(ctx, s.purgeParams);
     const result = await runJobForRequest(ctx, p, 'mail.purge', { accountId: account.id, mailbox }, principal);
-    if (result) ctx.body = { email: account.email, mailbox: result.mailbox, deleted: result.deleted };
+    if (result) ctx.body = result;
   };
   operation('/api/process-inbox', 'Empty INBOX', s.purgeParams, purged, purge('INBOX'));
   operation('/api/process-junk', 'Empty Junk', s.purgeParams, purged, purge('Junk'));
@@ -279,9 +280,8 @@ export function mailRouter(p: Platform): ApiRouter {
       principal,
       { minWaitMs: req.wait * 1000 + p.config.MAIL_TIMEOUT_MS },
     );
-    if (!result) return;
-    if (!result.code) throw notFound('No verification code found', { code: 'no_code' });
-    ctx.body = { email: account.email, code: result.code, message: result.message, source: result.found?.source, keyword: result.found?.keyword };
+    // None found: the job fails with 404 no_code, which runJobForRequest throws.
+    if (result) ctx.body = result;
   });
 
   return router;

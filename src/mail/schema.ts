@@ -175,6 +175,8 @@ export const fetchPayload = z.object({
   mailbox: z.enum(['INBOX', 'Junk']),
   mode: z.enum(['live', 'fast', 'preview']),
   limit: z.number().int().min(1).max(500),
+  /** mail-new: the answer is the newest message alone ({message}), not a list ({messages}). */
+  newest: z.boolean().default(false),
   since: z.string().optional(),
   from: z.string().optional(),
   subject: z.string().optional(),
@@ -233,11 +235,25 @@ export const accountView = z.object({
   updated_at: z.string(),
 });
 
-export interface FetchResult {
+// A job's result is the answer of the call that made it (what GET /api/jobs/{id} shows after a 202 is what the call
+// would have answered).
+/** mail-all, vendor-email and its fast and preview modes. */
+export interface MessagesAnswer {
+  email: string;
   mailbox: MailboxName;
   messages: MailMessage[];
 }
+/** mail-new: the newest message, or null for an empty folder. */
+export interface NewestAnswer {
+  email: string;
+  mailbox: MailboxName;
+  message: MailMessage | null;
+}
+export type FetchResult = MessagesAnswer | NewestAnswer;
+/** The messages of either answer. */
+export const messagesOf = (r: FetchResult): MailMessage[] => ('messages' in r ? r.messages : r.message ? [r.message] : []);
 export interface PurgeResult {
+  email: string;
   mailbox: MailboxName;
   deleted: number;
 }
@@ -253,9 +269,9 @@ export const codeMessageView = z.object({
 });
 /** Where the code was read: `source` is the part (`subject`, `text` or `html`), `keyword` the word that marked it. */
 export const codeFoundView = z.object({ source: z.enum(['subject', 'text', 'html']), keyword: z.string() });
-export interface CodeResult {
-  code: string | null;
-  message: z.infer<typeof codeMessageView> | null;
-  /** Present when `code` is. */
-  found?: z.infer<typeof codeFoundView>;
+/** extract-code's answer (none found is the job failing with 404 no_code, as the call answers). */
+export interface CodeResult extends z.infer<typeof codeFoundView> {
+  email: string;
+  code: string;
+  message: z.infer<typeof codeMessageView>;
 }

@@ -578,6 +578,49 @@ describe('verification codes', () => {
   });
 });
 
+describe('answers of job-backed calls after 202', () => {
+  /** The job of a call asked to answer at once, once it has finished (GET /api/jobs/{id}). */
+  async function finished(path: string, body: Record<string, unknown>) {
+    const res = await me.post(path, body, { prefer: 'respond-async' });
+    expect(res.status, res.text).toBe(202);
+    for (let i = 0; i < 200; i++) {
+      const job = (await me.get(res.body.statusUrl)).body;
+      if (job.state === 'completed' || job.state === 'failed') return job;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    throw new Error(`${path}: the job did not finish`);
+  }
+
+  it('GET /api/jobs/{id} has as result exactly what the call answers when it waits, and as error the status it answers', async () => {
+    const email = await passwordAccount('async');
+    await dovecot.deliver(email, 'INBOX', mail(email, 'Plain news', { text: 'nothing to see' }));
+    const calls: [string, Record<string, unknown>][] = [
+      ['/api/mail-new', { email }],
+      ['/api/mail-all', { email, limit: 5 }],
+      ['/api/vendor-email', { email, subject: 'news' }],
+      ['/api/vendor-email/fast', { email }],
+      ['/api/vendor-email/preview', { email }],
+      ['/api/process-junk', { email }],
+    ];
+    for (const [path, body] of calls) {
+      const direct = await me.post(path, body);
+      expect(direct.status, `${path}: ${direct.text}`).toBe(200);
+      const job = await finished(path, body);
+      expect(job.state, path).toBe('completed');
+      expect(job.progress, path).toBe(100);
+      expect(job.result, path).toEqual(direct.body);
+    }
+    // No code: the call is a 404, and so is its job's error.
+    const none = await finished('/api/vendor-email/extract-code', { email });
+    expect(none).toMatchObject({ state: 'failed', error: { status: 404, message: 'No verification code found', code: 'no_code' }, attempts: 1 });
+    expect((await me.get('/api/mail/accounts')).body.find((a: { email: string }) => a.email === email).last_error).toBeNull();
+    await dovecot.deliver(email, 'INBOX', mail(email, 'Your code', { text: 'Your verification code is 274913.' }));
+    const direct = await me.post('/api/vendor-email/extract-code', { email });
+    expect(direct.body).toMatchObject({ email, code: '274913', source: 'text', keyword: expect.any(String) });
+    expect((await finished('/api/vendor-email/extract-code', { email })).result).toEqual(direct.body);
+  });
+});
+
 describe('errors', () => {
   it('400 for bad parameters, 404 for unknown accounts', async () => {
     const email = await passwordAccount('errs');

@@ -171,10 +171,13 @@ export interface MailMessage {
   snippet?: string;
 }
 
+/** extract-code's answer (none found is a 404 with code no_code). */
 export interface CodeAnswer {
-  code: string | null;
-  message: { id: string; mailbox: 'INBOX' | 'Junk'; from: MailAddress | null; subject: string; date: string | null } | null;
-  found?: { source: 'subject' | 'text' | 'html'; keyword: string };
+  email: string;
+  code: string;
+  message: { id: string; mailbox: 'INBOX' | 'Junk'; from: MailAddress | null; subject: string; date: string | null };
+  source: 'subject' | 'text' | 'html';
+  keyword: string;
 }
 
 export type JobState = 'waiting' | 'active' | 'delayed' | 'completed' | 'failed';

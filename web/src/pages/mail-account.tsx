@@ -1,6 +1,6 @@
 // One mail account: latest and all mail (INBOX/Junk), a safe message view, get a verification code while it arrives, empty folders.
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { type ApiError, call, get } from '../api';
+import { ApiError, call, get } from '../api';
 import { CheckField, InputField, SelectField } from '../form';
 import { fmtDate } from '../format';
 import { t } from '../i18n';
@@ -147,7 +147,8 @@ function CodeCard(props: { email: string }) {
   const [onlyNew, setOnlyNew] = useState(true);
   const [running, setRunning] = useState<{ jobId: string | null; state: JobState | 'sending'; started: number; wait: number } | null>(null);
   const [elapsed, setElapsed] = useState(0);
-  const [answer, setAnswer] = useState<CodeAnswer | null>(null);
+  /** The code found, or 'none' when the wait ended without one. */
+  const [answer, setAnswer] = useState<CodeAnswer | 'none' | null>(null);
   const [error, setError] = useState<unknown>(undefined);
   const watch = useRef<JobWatch | null>(null);
 
@@ -186,7 +187,8 @@ function CodeCard(props: { email: string }) {
       const result = (await watch.current.done) as CodeAnswer;
       setAnswer(result);
     } catch (err) {
-      if ((err as Error).name !== 'AbortError') setError(err);
+      if (err instanceof ApiError && err.code === 'no_code') setAnswer('none');
+      else if ((err as Error).name !== 'AbortError') setError(err);
     } finally {
       watch.current = null;
       setRunning(null);
@@ -227,13 +229,13 @@ function CodeCard(props: { email: string }) {
       )}
       <ErrorNote error={error} />
       {answer &&
-        (answer.code ? (
+        (answer !== 'none' ? (
           <div class="code-found" role="status" data-testid="code-result">
             <span class="code">{answer.code}</span>
             <CopyButton text={answer.code} />
             <p class="muted">
-              {t('mail.codeFrom', { subject: answer.message?.subject || t('mail.noSubject'), from: answer.message?.from?.address ?? '—' })}
-              {answer.found && ` · ${t('mail.codeWhere', { source: answer.found.source, keyword: answer.found.keyword })}`}
+              {t('mail.codeFrom', { subject: answer.message.subject || t('mail.noSubject'), from: answer.message.from?.address ?? '—' })}
+              {` · ${t('mail.codeWhere', { source: answer.source, keyword: answer.keyword })}`}
             </p>
           </div>
         ) : (
