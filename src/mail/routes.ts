@@ -11,6 +11,7 @@ import { ApiRouter, ok, plainError, type RouteSpec } from '../http/route.js';
 import { parse } from '../validate.js';
 import { refusedHostField } from '../outbound.js';
 import { MAIL_PAGE_CSP, renderMessagesPage } from './html.js';
+import { accessToken } from './oauth.js';
 import * as s from './schema.js';
 import * as store from './store.js';
 
@@ -47,15 +48,30 @@ export function mailRouter(p: Platform): ApiRouter {
     if (refused) throw badRequest(refused.message, { param: refused.field });
   }
 
+  /**
+   * Inline credentials that differ from a stored account's are tried (one grant) before they replace it: a refused
+   * refresh token answers 502 with Microsoft's reason and the stored credentials stay. The token to store: the one the
+   * grant rotated to (saved on the account by the grant), else the one sent.
+   */
+  async function triedRefreshToken(existing: store.AccountRow, clientId: string, refreshToken: string): Promise<string> {
+    const before = store.openAccount(p.secrets, existing).auth;
+    if (before.type === 'oauth2' && before.client_id === clientId && before.refresh_token === refreshToken) return refreshToken;
+    await accessToken(p, { id: existing.id, clientId, refreshToken });
+    const after = store.openAccount(p.secrets, (await store.getAccountRow(p.db, existing.id)) ?? existing).auth;
+    const rotated = after.type === 'oauth2' && after.client_id === clientId && (before.type !== 'oauth2' || after.refresh_token !== before.refresh_token);
+    return rotated ? after.refresh_token : refreshToken;
+  }
+
   /** The account an operation is for: inline OAuth2 credentials update (or create) the caller's own. */
   async function accountFor(principal: Principal, req: { email: string; client_id?: string; refresh_token?: string }): Promise<store.AccountRow> {
     if (req.client_id && req.refresh_token) {
       const existing = await store.findAccount(p.db, req.email, { id: principal.user.id, role: ROLE.common });
       // The spelling only (no DNS on every call): connect time resolves and checks again anyway.
       if (existing) await vetHosts({ 'imap.host': existing.imap_host, 'smtp.host': existing.smtp_host }, false);
+      const refreshToken = existing ? await triedRefreshToken(existing, req.client_id, req.refresh_token) : req.refresh_token;
       const { row } = await store.upsertAccount(p.db, p.secrets, principal.user.id, {
         email: req.email,
-        auth: { type: 'oauth2', client_id: req.client_id, refresh_token: req.refresh_token },
+        auth: { type: 'oauth2', client_id: req.client_id, refresh_token: refreshToken },
         imap: existing ? { host: existing.imap_host, port: existing.imap_port, secure: existing.imap_secure } : s.OUTLOOK_IMAP,
         smtp: existing ? { host: existing.smtp_host, port: existing.smtp_port, secure: existing.smtp_secure } : s.OUTLOOK_SMTP,
       });

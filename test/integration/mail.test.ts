@@ -509,6 +509,34 @@ describe('OAuth2 tokens', () => {
   });
 });
 
+describe('inline OAuth2 credentials for a stored account', () => {
+  /** Drops the cached access tokens, so that the next call needs the stored refresh token to work. */
+  const forgetAccessTokens = async () => {
+    const keys = await t.platform.redis.keys('*ms-token*');
+    if (keys.length) await t.platform.redis.del(...keys);
+  };
+
+  it('a refused inline refresh token answers 502 and leaves the stored, working one in place', async () => {
+    const { email } = await oauthAccount('keep');
+    expect((await me.post('/api/mail-new', { email })).status).toBe(200);
+    const bad = await me.post('/api/mail-new', { email, client_id: CLIENT_ID, refresh_token: 'M.R3_BAY.not-a-real-token' });
+    expect(bad.status).toBe(502);
+    expect(bad.body.error).toMatch(/Microsoft refused/);
+    await forgetAccessTokens();
+    expect((await me.post('/api/mail-new', { email })).status).toBe(200);
+  });
+
+  it('new inline credentials that work replace the stored ones; a rotation during their check is what is kept', async () => {
+    const { email } = await oauthAccount('replace');
+    const next = `M.R3_BAY.replacement-${n}`;
+    oauth.addAccount({ email, clientId: CLIENT_ID, refreshToken: next, rotate: true });
+    expect((await me.post('/api/mail-new', { email, client_id: CLIENT_ID, refresh_token: next })).status).toBe(200);
+    await forgetAccessTokens();
+    // The fake now knows only the token it rotated to: the stored one must be that.
+    expect((await me.post('/api/mail-new', { email })).status).toBe(200);
+  });
+});
+
 describe('verification codes', () => {
   let email: string;
   beforeAll(async () => {
