@@ -38,7 +38,8 @@ export function bodyParser(limitBytes: number): Middleware {
     ctx.request.rawBody = text;
     // `curl -d '{...}'` labels JSON as a form: a form body that opens like JSON is read as JSON.
     const looksJson = /^\s*[[{]/.test(text);
-    if (isText) ctx.request.body = text;
+    // fetch() labels a string body text/plain: one that is JSON is read as JSON (as content-analyzer does); other text stays text.
+    if (isText) ctx.request.body = looksJson ? (jsonOrUndefined(text) ?? text) : text;
     else if (isForm && !looksJson) ctx.request.body = Object.fromEntries(new URLSearchParams(text));
     else if (text.trim() === '') ctx.request.body = undefined;
     else {
@@ -53,6 +54,16 @@ export function bodyParser(limitBytes: number): Middleware {
     }
     return next();
   };
+}
+
+/** The value of well-formed JSON within MAX_JSON_DEPTH, else undefined. */
+function jsonOrUndefined(text: string): unknown {
+  if (jsonDepthExceeds(text, MAX_JSON_DEPTH)) return undefined;
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
 }
 
 /**

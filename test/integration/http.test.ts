@@ -137,6 +137,19 @@ describe('errors are JSON in the area shape', () => {
     expect(res.sent).toBeLessThan(3 * limit);
   });
 
+  it('a JSON body labelled text/plain (what fetch() sends for a string) is read as JSON; text that is not JSON stays text', async () => {
+    const item = { source: 'plain', url: `https://example.com/plain-${Date.now()}`, summary: 's', content: 'c', score: 5 };
+    const created = await t.root.post('/api/content', JSON.stringify(item), { 'content-type': 'text/plain;charset=UTF-8' });
+    expect(created.status, created.text).toBe(201);
+    expect(created.body).toMatchObject({ url: item.url, source: 'plain' });
+    // Not JSON (or too deep to be read as such): the route gets the text, and says what it expected.
+    for (const body of ['{not json', `${'['.repeat(100)}${']'.repeat(100)}`]) {
+      const res = await t.root.post('/api/content', body, { 'content-type': 'text/plain' });
+      expect(res.status, body.slice(0, 10)).toBe(400);
+      expect(res.body).toEqual({ error: 'Item must be a JSON object' });
+    }
+  });
+
   it('an unsupported content type is 415', async () => {
     const res = await t.anon.post('/api/user/login', '<xml/>', { 'content-type': 'application/xml' });
     expect(res.status).toBe(415);
