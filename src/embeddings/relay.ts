@@ -317,10 +317,23 @@ export async function relayEmbeddings(
     tokens: number;
     /** When the caller stops waiting (epoch ms): no channel is tried after it, and none is waited on past it. */
     deadline?: number;
+    /** Channels that refused their key earlier in this call: skipped; one that does now is added. */
+    refused?: Set<number>;
   },
 ): Promise<RelayResult> {
   const { dimensions, tokens } = opts;
   const deadline = opts.deadline ?? Number.POSITIVE_INFINITY;
+  const refused = opts.refused ?? new Set<number>();
+  if (refused.size) {
+    channels = channels.filter((c) => !refused.has(c.id));
+    // Every channel refused its key (each is disabled now): another round would only ask them again.
+    if (channels.length === 0)
+      throw new AppError(502, `Upstream failure for '${model}': every channel refused its key`, {
+        code: 'upstream_error',
+        type: 'upstream_error',
+        retriable: false,
+      });
+  }
   const cooling = await coolingUntil(p, channels);
   const usable = afterTheSlow(p, channelOrder(channels.filter((c) => !cooling.has(c.id))));
   const rateLimited = (waits: number[]) =>
@@ -411,6 +424,7 @@ export async function relayEmbeddings(
     }
     const message = said(text);
     if (res.status === 401 || res.status === 403) {
+      refused.add(ch.id);
       await autoDisableChannel(p.db, ch.id, `upstream answered ${res.status}: ${message}`);
       p.channels.invalidate();
       p.log.warn({ channel: ch.id, status: res.status }, 'channel disabled: the upstream refused its key');

@@ -58,6 +58,8 @@ export async function upstreamVectors(
   req: GenerationRequest,
   deadline: number,
   lookup: CacheLookup,
+  /** Channels that refused their key earlier in this call (disabled then): not tried again. */
+  refused?: Set<number>,
 ): Promise<UpstreamVectors> {
   const { hashes, found } = lookup;
   // Each distinct input that is not cached goes upstream once.
@@ -76,7 +78,7 @@ export async function upstreamVectors(
       model.name,
       model.channels,
       missing.map((h) => textOf.get(h)!),
-      { dimensions: req.dimensions, tokens: sum(missing.map((h) => tokensOf.get(h)!)), deadline },
+      { dimensions: req.dimensions, tokens: sum(missing.map((h) => tokensOf.get(h)!)), deadline, refused },
     );
     channelId = relayed.channel.id;
     fresh = missing.map((h, i) => ({ hash: h, vector: relayed.vectors[i]!, tokens: tokensOf.get(h)! }));
@@ -235,9 +237,10 @@ export async function relayCall(
   lookup: CacheLookup,
 ): Promise<UpstreamVectors> {
   const deadline = Date.now() + waitMs;
+  const refused = new Set<number>();
   for (let attempt = 1; ; attempt++) {
     try {
-      return await upstreamVectors(p, model, req, deadline, lookup);
+      return await upstreamVectors(p, model, req, deadline, lookup, refused);
     } catch (raw) {
       const err = toAppError(raw);
       if (!err.retriable || err.status === 429 || attempt >= RELAY_ATTEMPTS) throw err;

@@ -465,6 +465,16 @@ describe('relaying to upstream channels', () => {
     expect([re.status, re.status_reason]).toEqual([1, null]);
   });
 
+  it('a channel that refused its key is asked once in a call, not again in its later rounds', async () => {
+    await channel({ name: 'refusing', base_url: upA.url, models: 'refusing-model', price: 1 });
+    upA.behaviour = { kind: 'status', status: 401, message: 'Incorrect API key provided' };
+    upA.calls.length = 0;
+    const res = await v1(key).post('/v1/embeddings', { model: 'refusing-model', input: 'once' });
+    expect(res.status).toBe(502);
+    expect(res.body.error.message).toMatch(/refused its key/);
+    expect(upA.calls).toHaveLength(1);
+  });
+
   it("502 when every channel fails; 503 when every channel is disabled; a 4xx from upstream is the caller's", async () => {
     await channel({ name: 'broken', base_url: upA.url, models: 'broken-model', price: 1 });
     upA.behaviour = { kind: 'status', status: 500 };
