@@ -13,7 +13,7 @@ import { hashPassword, verifyPassword } from './passwords.js';
 import * as schema from './schema.js';
 import { ROLE, USER_STATUS } from './schema.js';
 import * as store from './store.js';
-import { generateApiKey, isExhausted, isExpired, nowSeconds, publicToken } from './tokens.js';
+import { generateApiKey, hasLimits, isExhausted, isExpired, nowSeconds, publicToken } from './tokens.js';
 import { adminActionEntry, describeChanges, userChangedEntries, userCreatedEntries, userDeletedEntry } from '../logs/entries.js';
 import { insertLogs } from '../logs/store.js';
 
@@ -28,6 +28,16 @@ export function accountsRouter(p: Platform): ApiRouter {
   const CODES = 'Redemption codes';
   const admin = async (ctx: Context) => authorize(ctx, p, ROLE.admin);
   const user = async (ctx: Context) => authorize(ctx, p, ROLE.common);
+  /** The caller, for making or changing credentials: not through an API key that has limits of its own (hasLimits). */
+  const credentialHolder = async (ctx: Context, opts?: { changesState: boolean }) => {
+    const principal = await authorize(ctx, p, ROLE.common, opts);
+    if (principal.via === 'api_key' && principal.token && hasLimits(principal.token))
+      throw forbidden(
+        'This API key has limits of its own (quota, models, subnet or expiry), so it cannot make or change keys or the access token: sign in, or use the access token',
+        { code: 'key_has_limits' },
+      );
+    return principal;
+  };
   const id = (ctx: Context) => parse(schema.idParam, ctx.params.id, { param: 'id' });
 
   // ---- sessions ------------------------------------------------------------------------------
@@ -114,7 +124,7 @@ export function accountsRouter(p: Platform): ApiRouter {
     responses: { 200: ok('envelope with the token', envelopeOf(z.string())) },
   } as const;
   router.endpoint(accessToken, async (ctx) => {
-    const { user: me } = await authorize(ctx, p, ROLE.common, { changesState: true });
+    const { user: me } = await credentialHolder(ctx, { changesState: true });
     const token = randomAlnum(32);
     await store.setAccessTokenHash(p.db, me.id, sha256Hex(token));
     p.auth.forgetUser(me.id);
@@ -309,7 +319,7 @@ export function accountsRouter(p: Platform): ApiRouter {
     responses: { 201: ok('envelope with the token and its whole key', envelopeOf(schema.tokenView)), 400: 'invalid' },
   } as const;
   router.endpoint(createToken, async (ctx) => {
-    const { user: me } = await user(ctx);
+    const { user: me } = await credentialHolder(ctx);
     const body = parse(schema.createTokenBody, ctx.request.body ?? {});
     if (body.expired_time !== -1 && body.expired_time <= nowSeconds()) {
       throw badRequest('expired_time: is in the past (use -1 for a token that never expires)', { param: 'expired_time' });
@@ -336,7 +346,7 @@ export function accountsRouter(p: Platform): ApiRouter {
   });
 
   const updateToken = async (ctx: Context, tokenId: number | undefined) => {
-    const { user: me } = await user(ctx);
+    const { user: me } = await credentialHolder(ctx);
     const raw = (ctx.request.body ?? {}) as Record<string, unknown>;
     const body = parse(schema.updateTokenBody, { ...raw, id: tokenId ?? raw.id });
     const current = await store.getToken(p.db, me.id, body.id);

@@ -19,6 +19,13 @@ export const isExpired = (t: Pick<TokenRow, 'expired_time'>, now = nowSeconds())
 export const isExhausted = (t: Pick<TokenRow, 'unlimited_quota' | 'remain_quota'>) => !t.unlimited_quota && t.remain_quota <= 0;
 
 /**
+ * A key with limits of its own (a quota, a models allow-list, a subnet, an expiry). Such a key may not make or change
+ * keys, nor make the access token: either would hand its holder a credential without those limits.
+ */
+export const hasLimits = (t: Pick<TokenRow, 'unlimited_quota' | 'models' | 'subnet' | 'expired_time'>) =>
+  !t.unlimited_quota || (t.models ?? '') !== '' || (t.subnet ?? '') !== '' || t.expired_time !== -1;
+
+/**
  * Status as the client should see it: a disabled token is 2; an enabled one that has expired or run
  * out of quota reports 3 or 4, and becomes usable again as soon as its expiry or quota is fixed.
  */

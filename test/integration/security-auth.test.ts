@@ -244,6 +244,37 @@ describe('the role rule', () => {
   });
 });
 
+describe('API keys and credentials', () => {
+  it('a key with limits of its own cannot make keys, change them, or make the access token; a key without limits can', async () => {
+    const owner = await user('key-limits');
+    const mine = (await owner.post('/api/token/', { name: 'target', remain_quota: 10 })).body.data;
+    const limited = [
+      { name: 'quota', remain_quota: 100 },
+      { name: 'models', unlimited_quota: true, models: 'local-hash-v1' },
+      { name: 'subnet', unlimited_quota: true, subnet: '127.0.0.0/8' },
+      { name: 'expiry', unlimited_quota: true, expired_time: Math.floor(Date.now() / 1000) + 3600 },
+    ];
+    for (const body of limited) {
+      const made = await owner.post('/api/token/', body);
+      expect(made.status, made.text).toBe(201);
+      const key = t.anon.withAuth(`Bearer ${made.body.data.key}`);
+      expect((await key.get('/api/user/self')).status, body.name).toBe(200);
+      for (const [label, res] of [
+        ['make a key', await key.post('/api/token/', { name: 'escape', unlimited_quota: true })],
+        ['raise a key', await key.put('/api/token/', { id: mine.id, unlimited_quota: true })],
+        ['make the access token', await key.get('/api/user/token')],
+      ] as const) {
+        expect(res.status, `${body.name}: ${label}`).toBe(403);
+        expect(res.body).toMatchObject({ success: false, message: expect.stringMatching(/limits of its own/) });
+      }
+    }
+    expect((await owner.get('/api/token/')).body.data.map((x: { name: string }) => x.name)).not.toContain('escape');
+    const free = t.anon.withAuth(`Bearer ${(await owner.post('/api/token/', { name: 'free', unlimited_quota: true })).body.data.key}`);
+    expect((await free.post('/api/token/', { name: 'made-by-key', unlimited_quota: true })).status).toBe(201);
+    expect((await free.get('/api/user/token')).status).toBe(200);
+  });
+});
+
 describe('/metrics with METRICS_TOKEN', () => {
   it('answers 401 JSON without the token or with a wrong one, and the metrics with it', async () => {
     const none = await t.anon.get('/metrics');
