@@ -13,7 +13,7 @@ import { hashPassword, verifyPassword } from './passwords.js';
 import * as schema from './schema.js';
 import { ROLE, USER_STATUS } from './schema.js';
 import * as store from './store.js';
-import { generateApiKey, hasLimits, isExhausted, isExpired, nowSeconds, publicToken } from './tokens.js';
+import { generateApiKey, isExhausted, isExpired, nowSeconds, publicToken } from './tokens.js';
 import { adminActionEntry, describeChanges, userChangedEntries, userCreatedEntries, userDeletedEntry } from '../logs/entries.js';
 import { insertLogs } from '../logs/store.js';
 
@@ -28,16 +28,9 @@ export function accountsRouter(p: Platform): ApiRouter {
   const CODES = 'Redemption codes';
   const admin = async (ctx: Context) => authorize(ctx, p, ROLE.admin);
   const user = async (ctx: Context) => authorize(ctx, p, ROLE.common);
-  /** The caller, for making or changing credentials: not through an API key that has limits of its own (hasLimits). */
-  const credentialHolder = async (ctx: Context, opts?: { changesState: boolean }) => {
-    const principal = await authorize(ctx, p, ROLE.common, opts);
-    if (principal.via === 'api_key' && principal.token && hasLimits(principal.token))
-      throw forbidden(
-        'This API key has limits of its own (quota, models, subnet or expiry), so it cannot make or change keys or the access token: sign in, or use the access token',
-        { code: 'key_has_limits' },
-      );
-    return principal;
-  };
+  /** The caller, for making or changing credentials: not through an API key with limits of its own (see authorize). */
+  const credentialHolder = async (ctx: Context, opts: { changesState?: boolean } = {}) =>
+    authorize(ctx, p, ROLE.common, { ...opts, issuesCredentials: true });
   const id = (ctx: Context) => parse(schema.idParam, ctx.params.id, { param: 'id' });
 
   // ---- sessions ------------------------------------------------------------------------------

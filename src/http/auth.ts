@@ -2,8 +2,8 @@
 // authenticator; role guards; the same-origin rule for cookie-authenticated writes.
 import type { Context } from 'koa';
 import type { Principal } from '../accounts/auth.js';
-import { USER_STATUS } from '../accounts/schema.js';
-import { ipAllowed, isExhausted, isExpired } from '../accounts/tokens.js';
+import { ROLE, USER_STATUS } from '../accounts/schema.js';
+import { hasLimits, ipAllowed, isExhausted, isExpired } from '../accounts/tokens.js';
 import { forbidden, unauthorized } from '../errors.js';
 import type { Platform } from '../platform.js';
 
@@ -112,6 +112,8 @@ export interface AuthorizeOptions {
   allowBasic?: boolean;
   /** A GET that changes state (rotates a token, empties a mailbox, sends mail): same-origin rule applies. */
   changesState?: boolean;
+  /** The action makes or changes a credential (an API key, the access token): refused to an API key with limits. */
+  issuesCredentials?: boolean;
 }
 
 /** Resolves and checks the caller: 401 without credentials, 403 when disabled or below `minRole`. */
@@ -122,6 +124,15 @@ export async function authorize(ctx: Context, p: Platform, minRole = 1, opts: Au
   // Cookies and Basic credentials are sent by browsers on their own: their state changes must be same-origin.
   if (principal.via === 'session' || principal.via === 'basic') checkSameOrigin(ctx, p, opts.changesState || UNSAFE.has(ctx.method));
   if (principal.user.role < minRole) throw forbidden('Insufficient role for this action', { code: 'insufficient_role' });
+  // An API key with limits of its own (hasLimits) neither makes credentials nor acts as an admin (users, their
+  // passwords and quotas, redemption codes…): either would hand its holder a way around those limits.
+  const changes = opts.changesState || UNSAFE.has(ctx.method);
+  if (principal.via === 'api_key' && principal.token && hasLimits(principal.token) && (opts.issuesCredentials || (minRole >= ROLE.admin && changes))) {
+    throw forbidden(
+      'This API key has limits of its own (quota, models, subnet or expiry), so it cannot make keys, the access token, or admin changes: sign in, or use the access token',
+      { code: 'key_has_limits' },
+    );
+  }
   ctx.state.principal = principal;
   return principal;
 }

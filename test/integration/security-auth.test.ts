@@ -273,6 +273,26 @@ describe('API keys and credentials', () => {
     expect((await free.post('/api/token/', { name: 'made-by-key', unlimited_quota: true })).status).toBe(201);
     expect((await free.get('/api/user/token')).status).toBe(200);
   });
+
+  it("an admin's key with limits of its own makes no admin changes (users, passwords, redemption codes), though it reads; one without limits does", async () => {
+    const adminClient = await user('key-limits-admin', 10);
+    await user('key-limits-victim');
+    const victim = await idOf('key-limits-victim');
+    const limited = (await adminClient.post('/api/token/', { name: 'capped', remain_quota: 1, models: 'local-hash-v1' })).body.data.key;
+    const key = t.anon.withAuth(`Bearer ${limited}`);
+    for (const [label, res] of [
+      ['create a user', await key.post('/api/user/', { username: 'sock-puppet', password: 'sock-puppet-password', quota: 100_000 })],
+      ["set a user's password", await key.put(`/api/user/${victim}`, { password: 'taken-over-password' })],
+      ['make redemption codes', await key.post('/api/redemption/', { name: 'free money', quota: 100_000 })],
+    ] as const) {
+      expect(res.status, label).toBe(403);
+      expect(res.body.message, label).toMatch(/limits of its own/);
+    }
+    expect(await t.platform.db('users').where({ username: 'sock-puppet' }).first()).toBeUndefined();
+    expect((await key.get('/api/user/?page_size=100')).status).toBe(200);
+    const unlimited = (await adminClient.post('/api/token/', { name: 'full', unlimited_quota: true })).body.data.key;
+    expect((await t.anon.withAuth(`Bearer ${unlimited}`).post('/api/redemption/', { name: 'by-key', quota: 5 })).status).toBe(201);
+  });
 });
 
 describe('/metrics with METRICS_TOKEN', () => {
