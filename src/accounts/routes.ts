@@ -29,8 +29,7 @@ export function accountsRouter(p: Platform): ApiRouter {
   const admin = async (ctx: Context) => authorize(ctx, p, ROLE.admin);
   const user = async (ctx: Context) => authorize(ctx, p, ROLE.common);
   /** The caller, for making or changing credentials: not through an API key with limits of its own (see authorize). */
-  const credentialHolder = async (ctx: Context, opts: { changesState?: boolean } = {}) =>
-    authorize(ctx, p, ROLE.common, { ...opts, issuesCredentials: true });
+  const credentialHolder = async (ctx: Context, opts: { changesState?: boolean } = {}) => authorize(ctx, p, ROLE.common, { ...opts, issuesCredentials: true });
   const id = (ctx: Context) => parse(schema.idParam, ctx.params.id, { param: 'id' });
 
   // ---- sessions ------------------------------------------------------------------------------

@@ -20,8 +20,8 @@ export class UsageRecorder {
   private requests = new Map<number, number>();
   private tokens = new Set<number>();
   private aggregates = new Map<string, Aggregate>();
-  /** Calls given a row of their own in `rowsMinute`, per (user, key, model). */
-  private ownRows = new Map<string, number>();
+  /** Calls given a row of their own, per (user, key, model), in the minute they were counted in. */
+  private ownRows = new Map<string, { minute: number; n: number }>();
   private rowsMinute = 0;
   private timer?: NodeJS.Timeout;
   private flushing?: Promise<void>;
@@ -64,14 +64,17 @@ export class UsageRecorder {
   private ownRow(e: LogEntry): boolean {
     if (this.rowsPerMinute <= 0) return false;
     const minute = Math.floor((e.createdAt ?? Date.now() / 1000) / 60);
-    if (minute !== this.rowsMinute) {
+    if (minute > this.rowsMinute) {
+      // A new minute: forget the counts of those before the last (a late call of the last one may still come).
       this.rowsMinute = minute;
-      this.ownRows.clear();
+      for (const [k, c] of this.ownRows) if (c.minute < minute - 1) this.ownRows.delete(k);
     }
     const key = `${e.userId}\u0000${e.tokenId ?? ''}\u0000${e.modelName ?? ''}`;
-    const n = this.ownRows.get(key) ?? 0;
-    if (n >= this.rowsPerMinute) return false;
-    this.ownRows.set(key, n + 1);
+    let count = this.ownRows.get(key);
+    if (!count || count.minute < minute) this.ownRows.set(key, (count = { minute, n: 0 }));
+    // A call of a minute already gone by (it started before the turn) joins that minute's aggregate.
+    if (count.minute > minute || count.n >= this.rowsPerMinute) return false;
+    count.n++;
     return true;
   }
 

@@ -92,9 +92,14 @@ export function checkSameOrigin(ctx: Context, p: Platform, changesState = UNSAFE
     throw forbidden(`Cross-origin request refused (Origin ${origin} is not ${own})`, { code: 'csrf_origin_mismatch' });
   }
   // The browser's own word wins over an Origin that claims to be ours (only ALLOWED_ORIGINS may be another site).
+  // Sent twice, Node joins the values with commas: any one of them saying another site counts.
   const site = ctx.get('sec-fetch-site').toLowerCase();
-  if ((site === 'cross-site' || site === 'same-site') && !allowed) {
-    throw forbidden(`Cross-site request refused (Sec-Fetch-Site: ${site}): this action must come from ${own}`, { code: 'csrf_origin_mismatch' });
+  const foreign = site
+    .split(',')
+    .map((v) => v.trim())
+    .find((v) => v === 'cross-site' || v === 'same-site');
+  if (foreign && !allowed) {
+    throw forbidden(`Cross-site request refused (Sec-Fetch-Site: ${foreign}): this action must come from ${own}`, { code: 'csrf_origin_mismatch' });
   }
 }
 

@@ -70,6 +70,16 @@ async function grant(p: Platform, account: { id: number; clientId: string; refre
   return answer.access_token;
 }
 
+/**
+ * One refresh-token grant whatever the cache holds (a cached access token says nothing of whether the refresh token
+ * still works): refused, it throws as accessToken does; accepted, its access token is cached and a rotated refresh
+ * token saved, as for any grant.
+ */
+export async function tryRefreshToken(p: Platform, account: { id: number; clientId: string; refreshToken: string }): Promise<void> {
+  const key = cacheKey(p, account.clientId, account.refreshToken);
+  await grant(p, account, key);
+}
+
 /** Forgets a cached token the server refused (revoked early, or scopes changed). */
 export async function forgetAccessToken(p: Platform, account: { clientId: string; refreshToken: string }): Promise<void> {
   await p.redis.del(cacheKey(p, account.clientId, account.refreshToken)).catch(() => {});

@@ -11,7 +11,8 @@ import { ApiRouter, ok, plainError, type RouteSpec } from '../http/route.js';
 import { parse } from '../validate.js';
 import { refusedHostField } from '../outbound.js';
 import { MAIL_PAGE_CSP, renderMessagesPage } from './html.js';
-import { accessToken } from './oauth.js';
+import { tryRefreshToken } from './oauth.js';
+import { sha256Hex } from '../secrets.js';
 import * as s from './schema.js';
 import * as store from './store.js';
 
@@ -25,6 +26,9 @@ function params(ctx: Context): Record<string, unknown> {
   for (const [k, v] of Object.entries(ctx.query)) query[k] = Array.isArray(v) ? v[v.length - 1] : v;
   return { ...query, ...fromBody };
 }
+
+/** How long inline credentials, once tried for an account, are taken as tried (no grant per call). */
+const INLINE_TRIED_SECONDS = 24 * 3600;
 
 export function mailRouter(p: Platform): ApiRouter {
   const router = new ApiRouter('Mail');
@@ -55,10 +59,16 @@ export function mailRouter(p: Platform): ApiRouter {
    */
   async function triedRefreshToken(existing: store.AccountRow, clientId: string, refreshToken: string): Promise<string> {
     const before = store.openAccount(p.secrets, existing).auth;
-    if (before.type === 'oauth2' && before.client_id === clientId && before.refresh_token === refreshToken) return refreshToken;
-    await accessToken(p, { id: existing.id, clientId, refreshToken });
+    const stored = before.type === 'oauth2' && before.client_id === clientId ? before.refresh_token : undefined;
+    if (stored === refreshToken) return refreshToken;
+    // msOauth2api's clients send the same token on every call: once it was tried for this account, what was stored
+    // then (it, or what the grant rotated it to) stays, with no grant per call.
+    const tried = p.keys.of('ms-inline-tried', sha256Hex(`${existing.id}\u0000${clientId}\u0000${refreshToken}`));
+    if (stored !== undefined && (await p.redis.get(tried).catch(() => null))) return stored;
+    await tryRefreshToken(p, { id: existing.id, clientId, refreshToken });
+    await p.redis.set(tried, '1', 'EX', INLINE_TRIED_SECONDS).catch(() => {});
     const after = store.openAccount(p.secrets, (await store.getAccountRow(p.db, existing.id)) ?? existing).auth;
-    const rotated = after.type === 'oauth2' && after.client_id === clientId && (before.type !== 'oauth2' || after.refresh_token !== before.refresh_token);
+    const rotated = after.type === 'oauth2' && after.client_id === clientId && after.refresh_token !== stored;
     return rotated ? after.refresh_token : refreshToken;
   }
 
@@ -296,7 +306,9 @@ export function mailRouter(p: Platform): ApiRouter {
       principal,
       { minWaitMs: req.wait * 1000 + p.config.MAIL_TIMEOUT_MS },
     );
-    // None found: the job fails with 404 no_code, which runJobForRequest throws.
+    // None found: the job fails with 404 no_code, which runJobForRequest throws (a job from a worker older than that
+    // answers {code: null}, the same 404).
+    if (result && !result.code) throw notFound('No verification code found', { code: 'no_code' });
     if (result) ctx.body = result;
   });
 

@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FakeOpenAI } from '../helpers/fake-openai.js';
 import { HttpClient } from '../helpers/http.js';
 import { startTestApp, type TestApp } from '../helpers/services.js';
+import { UsageRecorder } from '../../src/accounts/usage.js';
 
 let t: TestApp;
 let up: FakeOpenAI;
@@ -158,6 +159,25 @@ describe('consume rows of /v1 calls', () => {
     expect(aggregate.prompt_tokens).toBeGreaterThan(0);
     expect(rows.every((r) => r.quota === 0 && r.token_name === 'key-free-caller')).toBe(true);
     expect((await p.self()).request_count).toBe(7);
+  });
+});
+
+describe('the free-call recorder', () => {
+  it('gives at most FREE_CALL_ROWS_PER_MINUTE own rows to each minute, even when calls of two minutes interleave at the turn', async () => {
+    const p = await payer('free-turn', 0);
+    const recorder = new UsageRecorder(t.platform.db, t.platform.log, 2);
+    const minute = Math.floor(Date.now() / 60_000) * 60;
+    const entry = (at: number) => ({ type: 2 as const, userId: p.id, tokenName: 'turn', modelName: 'turn-model', content: 'free', createdAt: at });
+    for (let i = 0; i < 4; i++) {
+      await recorder.record(p.id, null, entry(minute - 60 + 59));
+      await recorder.record(p.id, null, entry(minute + 1));
+    }
+    const own = await t.platform.db('logs').where({ user_id: p.id, model_name: 'turn-model' }).select('created_at', 'request_count');
+    expect(own.filter((r) => r.created_at < minute).length).toBeLessThanOrEqual(2);
+    expect(own.filter((r) => r.created_at >= minute)).toHaveLength(2);
+    await recorder.flush();
+    const rows = await t.platform.db('logs').where({ user_id: p.id, model_name: 'turn-model' }).select('request_count');
+    expect(rows.reduce((n, r) => n + Number(r.request_count), 0)).toBe(8);
   });
 });
 

@@ -48,6 +48,8 @@ describe('state-changing GETs authenticated by the session cookie', () => {
     for (const claim of [{ origin: t.url }, { referer: `${t.url}/` }] as Record<string, string>[])
       expect((await c.get('/api/user/token', { ...crossSite, ...claim })).status, JSON.stringify(claim)).toBe(403);
     expect((await c.post('/api/token/', { name: 'csrf' }, { ...crossSite, origin: t.url })).status).toBe(403);
+    // The header sent twice reaches us joined by a comma: either value saying another site counts.
+    expect((await c.get('/api/user/token', { 'sec-fetch-site': 'same-origin, cross-site' })).status).toBe(403);
     expect((await t.anon.get('/api/user/self', { authorization: token })).status).toBe(200);
     // The same request from our own pages, or typed into the address bar, still works.
     expect((await c.get('/api/user/token', { 'sec-fetch-site': 'same-origin' })).status).toBe(200);
