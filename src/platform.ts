@@ -57,7 +57,7 @@ export async function createPlatform(config: Config, log: Logger, opts: Platform
     await db.destroy().catch(() => {});
     throw err;
   }
-  const jobs = new JobClient(config, redis, log, db);
+  const jobs = new JobClient(config, redis, log, db, secrets);
   if (opts.listenForJobs) await jobs.listen();
   const unwatch = watchQueues([...jobs.queues.values()]);
   const platform: Platform = {

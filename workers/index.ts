@@ -146,7 +146,7 @@ async function runJob(p: Platform, entry: { fn: Processor }, def: JobDefinition,
   const log = p.log.child({ jobId: job.id, job: job.name, attempt: job.attemptsMade + 1 });
   let payload: unknown;
   try {
-    payload = await loadPayload(p.db, job.data ?? { owner: null });
+    payload = await loadPayload(p.db, p.secrets, job.data ?? { owner: null });
   } catch (raw) {
     const err = toAppError(raw);
     throw err.retriable ? new Error(encodeFailure(err)) : new UnrecoverableError(encodeFailure(err));

@@ -7,6 +7,9 @@ export const embeddingsCreate = defineJob<GenerationOutcome[]>()({
   name: 'embeddings.create',
   queue: 'embeddings',
   payload: generationPayload,
+  // The callers' texts: sealed in Redis, where Bull Board shows admins every job (a Postgres row per job would cost
+  // the busiest path a round trip); the vectors go straight back to the waiting process (reply 'direct').
+  payloadIn: 'sealed',
   reply: 'direct',
   // Someone is waiting on every one of these: retry briefly, keep little.
   options: {

@@ -147,6 +147,7 @@ export type GenerationRequest = z.output<typeof generationRequest>;
 
 /** Local-model calls arriving together share one job; an upstream call has a job of its own. */
 export const generationPayload = z.object({ requests: z.array(generationRequest).min(1).max(256) });
+export type GenerationPayload = z.output<typeof generationPayload>;
 
 export type GenerationOutcome =
   | { ok: true; vectors: string[]; promptTokens: number; channelId?: number }

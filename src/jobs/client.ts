@@ -8,6 +8,7 @@ import type { Db } from '../db.js';
 import { AppError, serviceUnavailable, toAppError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Redis } from '../redis.js';
+import type { Secrets } from '../secrets.js';
 import { createRedis, redisKeys, subscribeTo } from '../redis.js';
 import { withTimeout } from '../timeout.js';
 import type { JobDefinition } from './define.js';
@@ -104,6 +105,8 @@ export class JobClient {
     producer: Redis,
     private readonly log: Logger,
     private readonly db: Db,
+    /** Seals payloads of job types declared payloadIn 'sealed'. */
+    private readonly secrets: Pick<Secrets, 'encrypt'>,
   ) {
     // A channel of its own (on a cluster, in a slot of its own: replies to many API processes spread over the masters).
     this.replyChannel = redisKeys(config).of('replies', uuidv7());
@@ -212,12 +215,16 @@ export class JobClient {
     // payloadIn (define.ts): 'postgres' always, 'redis-if-small' past JOB_INLINE_PAYLOAD_BYTES. A caller
     // that knows a bound on the size (the request body's) saves serialising small payloads twice.
     const always = def.payloadIn === 'postgres';
-    if (always || meta.sizeHint === undefined || meta.sizeHint > this.config.JOB_INLINE_PAYLOAD_BYTES / 2) {
+    const sealed = def.payloadIn === 'sealed';
+    if (always || sealed || meta.sizeHint === undefined || meta.sizeHint > this.config.JOB_INLINE_PAYLOAD_BYTES / 2) {
       const json = JSON.stringify(payload);
       if (always || Buffer.byteLength(json) > this.config.JOB_INLINE_PAYLOAD_BYTES) {
         await storePayload(this.db, id, json);
         delete data.payload;
         data.payloadRef = id;
+      } else if (sealed) {
+        data.sealed = this.secrets.encrypt(json);
+        delete data.payload;
       }
     }
     try {

@@ -5,6 +5,8 @@ import type { Config, QueueName } from '../config.js';
 
 /** Where a job's payload or result is kept: see JobDefinition.payloadIn and resultIn. */
 export type Placement = 'redis-if-small' | 'postgres';
+/** Where a payload may also be kept: in Redis, sealed (see JobDefinition.payloadIn). */
+export type PayloadPlacement = Placement | 'sealed';
 
 export interface JobDefinition<N extends string = string, S extends z.ZodType = z.ZodType, R = unknown> {
   /** `<area>.<verb>`, unique across the registry. */
@@ -19,8 +21,11 @@ export interface JobDefinition<N extends string = string, S extends z.ZodType = 
    * larger than JOB_INLINE_PAYLOAD_BYTES. 'postgres': always in job_payloads, the job carrying only
    * its id — for payloads that must not sit in Redis, where Bull Board shows admins every job (mail
    * bodies). Stored payloads are deleted when the job completes, fails for good or is removed.
+   * 'sealed': in the job's Redis data as 'redis-if-small' does, but encrypted with SECRET_KEY (AES-256-GCM), so
+   * that Bull Board shows a sealed string, not the user's data — for payloads too frequent for a Postgres round
+   * trip each (the texts of embeddings calls).
    */
-  payloadIn?: Placement;
+  payloadIn?: PayloadPlacement;
   /**
    * Where the result travels. 'redis-if-small' (default): as the job's return value (or, for
    * 'direct' replies, in the pub/sub message), unless it serialises to more than

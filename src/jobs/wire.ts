@@ -4,6 +4,7 @@ import type { QueueName } from '../config.js';
 import { queueNames } from '../config.js';
 import type { Db } from '../db.js';
 import { AppError } from '../errors.js';
+import type { Secrets } from '../secrets.js';
 
 /** What travels in Redis: the payload (or where to find it) and who asked for it. */
 export interface JobEnvelope<P = unknown> {
@@ -12,6 +13,8 @@ export interface JobEnvelope<P = unknown> {
   payload?: P;
   /** Set when the payload was too large for the queue: it is in job_payloads under the job id. */
   payloadRef?: string;
+  /** The payload, JSON encrypted with SECRET_KEY (payloadIn 'sealed'): only workers read it. */
+  sealed?: string;
   /** For 'direct' replies: the pub/sub channel of the process waiting for the result. */
   replyTo?: string;
 }
@@ -42,8 +45,9 @@ export function resultRefOf(value: unknown): string | undefined {
   return typeof ref === 'string' ? ref : undefined;
 }
 
-/** The payload of a job, from the envelope or from Postgres. */
-export async function loadPayload(db: Db, envelope: JobEnvelope): Promise<unknown> {
+/** The payload of a job, from the envelope (opening it when sealed) or from Postgres. */
+export async function loadPayload(db: Db, secrets: Pick<Secrets, 'decrypt'>, envelope: JobEnvelope): Promise<unknown> {
+  if (envelope.sealed !== undefined) return JSON.parse(secrets.decrypt(envelope.sealed));
   if (!envelope.payloadRef) return envelope.payload;
   const row = await db('job_payloads').where({ job_id: envelope.payloadRef }).first('data');
   if (!row) throw new AppError(410, 'The payload of this job is gone (job_payloads row removed)', { code: 'payload_missing', retriable: false });

@@ -4,6 +4,8 @@ import { countTokens } from 'gpt-tokenizer/encoding/cl100k_base';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { float32ToString } from '../../src/embeddings/float32.js';
 import { embedLocalHash } from '../../src/embeddings/local-hash.js';
+import type { GenerationPayload } from '../../src/embeddings/schema.js';
+import { loadPayload } from '../../src/jobs/wire.js';
 import { FakeOpenAI } from '../helpers/fake-openai.js';
 import { HttpClient } from '../helpers/http.js';
 import { startTestApp, type TestApp } from '../helpers/services.js';
@@ -64,10 +66,13 @@ describe('coalescing local-model calls', () => {
       expect(a.body.data[0].embedding).toEqual(Array.from(embedLocalHash(texts[i]!, 8), (x) => Number(float32ToString(x))));
     });
     const queue = t.platform.jobs.queues.get('embeddings')!;
-    const jobs = (await queue.getJobs(['completed', 'failed', 'active', 'waiting', 'delayed'], 0, -1))
-      .filter((j) => j.name === 'embeddings.create')
-      .map((j) => ((j.data.payload as { requests?: { inputs: string[] }[] } | undefined)?.requests ?? []).flatMap((r) => r.inputs))
-      .filter((inputs) => inputs.some((x) => x.startsWith('coalesce me ')));
+    // The payloads are sealed in Redis: opened here as a worker opens them.
+    const payloads = await Promise.all(
+      (await queue.getJobs(['completed', 'failed', 'active', 'waiting', 'delayed'], 0, -1))
+        .filter((j) => j.name === 'embeddings.create')
+        .map(async (j) => (await loadPayload(t.platform.db, t.platform.secrets, j.data)) as GenerationPayload),
+    );
+    const jobs = payloads.map((pl) => pl.requests.flatMap((r) => r.inputs)).filter((inputs) => inputs.some((x) => x.startsWith('coalesce me ')));
     // Every call rode in exactly one job, and the jobs were fewer than the calls.
     expect(jobs.flat().sort()).toEqual([...texts].sort());
     expect(jobs.length, `${jobs.length} jobs for ${texts.length} calls`).toBeLessThan(texts.length);

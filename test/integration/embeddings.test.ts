@@ -4,6 +4,8 @@ import { countTokens } from 'gpt-tokenizer/encoding/cl100k_base';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { float32ToString } from '../../src/embeddings/float32.js';
 import { embedLocalHash } from '../../src/embeddings/local-hash.js';
+import type { GenerationPayload } from '../../src/embeddings/schema.js';
+import { loadPayload } from '../../src/jobs/wire.js';
 import { HttpClient } from '../helpers/http.js';
 import { startTestApp, type TestApp } from '../helpers/services.js';
 import { FakeOpenAI, fakeVector } from '../helpers/fake-openai.js';
@@ -18,10 +20,13 @@ let upB: FakeOpenAI;
 async function jobsWithInput(test: (input: string) => boolean) {
   const queue = t.platform.jobs.queues.get('embeddings')!;
   const jobs = await queue.getJobs(['completed', 'failed', 'active', 'waiting', 'delayed'], 0, -1);
-  return jobs
-    .filter((j) => j.name === 'embeddings.create')
-    .map((j) => ({ job: j, requests: (j.data.payload as { requests?: { model: string; inputs: string[] }[] } | undefined)?.requests ?? [] }))
-    .filter(({ requests }) => requests.some((r) => r.inputs.some(test)));
+  // The payloads are sealed in Redis: opened here as a worker opens them.
+  const found = await Promise.all(
+    jobs
+      .filter((j) => j.name === 'embeddings.create')
+      .map(async (j) => ({ job: j, requests: ((await loadPayload(t.platform.db, t.platform.secrets, j.data)) as GenerationPayload).requests })),
+  );
+  return found.filter(({ requests }) => requests.some((r) => r.inputs.some(test)));
 }
 
 async function newKey(body: Record<string, unknown> = { unlimited_quota: true }) {

@@ -96,6 +96,21 @@ describe('one app: the embeddings bound, mail jobs, payload clean-up', () => {
     });
   });
 
+  describe('embeddings jobs keep the callers\' texts out of sight in Redis', () => {
+    it("an embeddings job's data in Redis holds its texts sealed (Bull Board shows admins every job): no input appears in the queue's keys", async () => {
+      await t.root.put(`/api/user/${meId}`, { quota: 1_000_000 });
+      const key = (await me.post('/api/token/', { name: 'sealed', unlimited_quota: true })).body.data.key as string;
+      const secret = `PRIVATE-TEXT-${Date.now()}`;
+      const res = await t.anon.withAuth(`Bearer ${key}`).post('/v1/embeddings', { model: 'local-hash-v1', input: [`${secret} one`, `${secret} two`] });
+      expect(res.status, res.text).toBe(200);
+      const jobs = (await t.platform.jobs.queues.get('embeddings')!.getJobs(['completed'], 0, -1)).filter((j) => j.name === 'embeddings.create');
+      const mine = jobs.find((j) => typeof j.data.sealed === 'string' && t.platform.secrets.decrypt(j.data.sealed).includes(secret));
+      expect(mine, 'the job is kept a while, its payload sealed').toBeDefined();
+      expect(mine!.data.payload).toBeUndefined();
+      expect(await queueContents(t, 'embeddings')).not.toContain(secret);
+    });
+  });
+
   describe('mail jobs keep message contents out of Redis', () => {
     it('fetch, code and send jobs: their Redis data, return values and events hold references; the caller, the status and the event stream still get the contents', async () => {
       const { email } = await account('private');
