@@ -96,7 +96,7 @@ describe('one app: the embeddings bound, mail jobs, payload clean-up', () => {
     });
   });
 
-  describe('embeddings jobs keep the callers\' texts out of sight in Redis', () => {
+  describe("embeddings jobs keep the callers' texts out of sight in Redis", () => {
     it("an embeddings job's data in Redis holds its texts sealed (Bull Board shows admins every job): no input appears in the queue's keys", async () => {
       await t.root.put(`/api/user/${meId}`, { quota: 1_000_000 });
       const key = (await me.post('/api/token/', { name: 'sealed', unlimited_quota: true })).body.data.key as string;
