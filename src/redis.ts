@@ -3,10 +3,40 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
+import calculateSlot from 'cluster-key-slot';
 import { Cluster, Redis as SingleRedis, type ClusterOptions, type RedisOptions } from 'ioredis';
 import type { Config } from './config.js';
 import type { Logger } from './log.js';
 import { withTimeout } from './timeout.js';
+
+/**
+ * On a Redis Cluster, waits (at most `timeoutMs`) until a replica of the master that holds `key` has every write made
+ * so far on this client's connection to that master (Redis's WAIT). Redis replicates asynchronously: a write the
+ * master acknowledged and then died with, before passing it on, is gone after the failover. A job enqueued and then
+ * waited on this way survives its master's death. Answers the replicas that have it (0 on a single Redis, where
+ * there is nothing to wait for, and when the wait runs out: the write stands, unreplicated so far).
+ */
+export async function waitForReplica(client: Redis, key: string, timeoutMs: number): Promise<number> {
+  if (!(client instanceof Cluster)) return 0;
+  const master = client.slots[calculateSlot(key)]?.[0];
+  // The pool's connection to that master: the one the write went through (nodes() hands out the pooled clients).
+  const node = master ? client.nodes('master').find((n) => `${n.options.host}:${n.options.port}` === master) : undefined;
+  if (!node || (await replicasOf(node)) === 0) return 0;
+  return Number(await node.call('WAIT', '1', String(timeoutMs)));
+}
+
+/** A master's connected replicas, from INFO at most every 5 s (WAIT for one when there is none would always run out). */
+const replicaCounts = new WeakMap<SingleRedis, { at: number; count: Promise<number> }>();
+function replicasOf(node: SingleRedis): Promise<number> {
+  const known = replicaCounts.get(node);
+  if (known && Date.now() - known.at < 5_000) return known.count;
+  const count = node
+    .info('replication')
+    .then((info) => Number(/connected_slaves:(\d+)/.exec(info)?.[1] ?? 0))
+    .catch(() => 0);
+  replicaCounts.set(node, { at: Date.now(), count });
+  return count;
+}
 
 /** A connection to one Redis server or to a Redis Cluster (REDIS_CLUSTER_NODES). */
 export type Redis = SingleRedis | Cluster;

@@ -9,7 +9,7 @@ import { AppError, serviceUnavailable, toAppError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Redis } from '../redis.js';
 import type { Secrets } from '../secrets.js';
-import { createRedis, redisKeys, subscribeTo } from '../redis.js';
+import { createRedis, redisKeys, subscribeTo, waitForReplica } from '../redis.js';
 import { withTimeout } from '../timeout.js';
 import type { JobDefinition } from './define.js';
 import { jobDefinitions, type JobName, type PayloadOf, type ResultOf } from './registry.js';
@@ -74,6 +74,12 @@ export function defaultJobOptions(config: Config): JobsOptions {
   };
 }
 
+/**
+ * How long an enqueue waits for a replica to have its job (Redis Cluster only): replication on a healthy cluster
+ * takes well under a millisecond; a replica that is down costs each enqueue this much until the cluster drops it.
+ */
+const REPLICA_WAIT_MS = 250;
+
 const resultMissing = () => new AppError(500, 'The result of this job is gone (job_results row expired or removed)', { code: 'result_missing' });
 
 /** BullMQ's job states as the jobs API names them. */
@@ -102,7 +108,7 @@ export class JobClient {
 
   constructor(
     private readonly config: Config,
-    producer: Redis,
+    private readonly producer: Redis,
     private readonly log: Logger,
     private readonly db: Db,
     /** Seals payloads of job types declared payloadIn 'sealed'. */
@@ -229,6 +235,8 @@ export class JobClient {
     }
     try {
       await withTimeout(queue.add(name, data, { ...def.options, ...meta.options, jobId: id }), 1_500);
+      // On a Redis Cluster, the job is accepted once a replica has it too: its master dying next loses nothing.
+      await waitForReplica(this.producer, queue.toKey(''), REPLICA_WAIT_MS).catch(() => 0);
     } catch (err) {
       if (data.payloadRef) await dropPayload(this.db, data).catch(() => {});
       this.log.warn({ err, job: name }, 'enqueue failed');

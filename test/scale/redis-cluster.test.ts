@@ -241,6 +241,37 @@ describe('on a Redis Cluster (3 masters, 3 replicas)', () => {
     expect((await cluster.view()).find((n) => n.port === victim)?.role).toBe('replica');
   }, 90_000);
 
+  it("a queued job is accepted (202) only once its master's replica has it: with the replica stopped, the answer waits for it", async () => {
+    const masterPort = await cluster.masterOf('{switchyard-content}');
+    const view = await cluster.view();
+    const masterId = view.find((n) => n.port === masterPort)!.id;
+    const replicaPort = view.find((n) => n.role === 'replica' && n.masterId === masterId && !n.failed)!.port;
+    const replica = cluster.nodes.find((n) => n.port === replicaPort)!;
+    const queue = async () => {
+      const started = Date.now();
+      const res = await root.post('/api/content/batch', [item('replicated')], { prefer: 'respond-async' });
+      expect(res.status, res.text).toBe(202);
+      return { ms: Date.now() - started, jobId: res.body.jobId as string };
+    };
+    await queue(); // warm
+    // The replica frozen (not long enough for the cluster to give up on it): WAIT runs out before the 202.
+    process.kill(replica.pid, 'SIGSTOP');
+    let frozen: { ms: number };
+    try {
+      frozen = await queue();
+    } finally {
+      process.kill(replica.pid, 'SIGCONT');
+    }
+    expect(frozen.ms, 'the 202 waited for the replica').toBeGreaterThanOrEqual(200);
+    // Back: right after the 202, the replica has the job.
+    const { jobId } = await queue();
+    const r = cluster.client(replicaPort);
+    if (r.status === 'wait') await r.connect();
+    await r.call('READONLY');
+    expect(await r.exists(`{switchyard-content}:content:${jobId}`)).toBe(1);
+    await cluster.waitHealthy();
+  }, 60_000);
+
   it('a master killed (SIGKILL) mid-work: its replica takes over, the same API and worker processes carry on, every job completes, content rows exact', async () => {
     const apiPid = api.proc.pid;
     const workerPid = worker.proc.pid;
