@@ -80,6 +80,8 @@ export function defaultJobOptions(config: Config): JobsOptions {
  */
 const REPLICA_WAIT_MS = 250;
 
+const queueUnavailable = () => serviceUnavailable('Queue unavailable (Redis is not reachable), try again shortly', { code: 'queue_unavailable' });
+
 const resultMissing = () => new AppError(500, 'The result of this job is gone (job_results row expired or removed)', { code: 'result_missing' });
 
 /** BullMQ's job states as the jobs API names them. */
@@ -240,7 +242,7 @@ export class JobClient {
     } catch (err) {
       if (data.payloadRef) await dropPayload(this.db, data).catch(() => {});
       this.log.warn({ err, job: name }, 'enqueue failed');
-      throw serviceUnavailable('Queue unavailable (Redis is not reachable), try again shortly', { code: 'queue_unavailable' });
+      throw queueUnavailable();
     }
     return id;
   }
@@ -311,6 +313,8 @@ export class JobClient {
     try {
       return (await withTimeout(this.queues.get(queueName)!.getJob(id), 2_000)) as Job<JobEnvelope> | undefined;
     } catch (err) {
+      // Redis did not answer in time: say so (a bare ETIMEDOUT would read as the database's).
+      if ((err as { code?: string }).code === 'ETIMEDOUT') throw queueUnavailable();
       throw toAppError(err);
     }
   }

@@ -46,6 +46,15 @@ export class PrivateRedis {
     throw new Error(`redis-server on ${this.port} did not start`);
   }
 
+  /** Stops the server without ending it (SIGSTOP): connections stay open and nothing answers, as on a hung host. */
+  freeze(): void {
+    this.child?.kill('SIGSTOP');
+  }
+
+  thaw(): void {
+    this.child?.kill('SIGCONT');
+  }
+
   async stop(): Promise<void> {
     const c = this.child;
     if (!c || c.exitCode !== null) return;

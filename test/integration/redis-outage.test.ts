@@ -14,6 +14,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
+  redis.thaw();
   await redis.start().catch(() => {});
   await t?.close();
   await redis.stop();
@@ -49,5 +50,21 @@ describe('Redis outage', () => {
     expect(res!.status).toBe(200);
     expect(res!.body.success).toBe(1);
     expect((await t.root.get('/readyz')).status).toBe(200);
+  });
+
+  it("a hung Redis (frozen, connections open): a job's status is a 503 that names the queue, not the database", async () => {
+    const res = await t.root.post('/api/content/batch', [item()], { prefer: 'respond-async' });
+    expect(res.status).toBe(202);
+    redis.freeze();
+    try {
+      const started = Date.now();
+      const status = await t.root.get(`/api/jobs/${res.body.jobId}`);
+      expect(Date.now() - started).toBeLessThan(3_000);
+      expect(status.status).toBe(503);
+      expect(status.body.error).toMatch(/Queue unavailable/);
+      expect(status.headers.get('retry-after')).toBeTruthy();
+    } finally {
+      redis.thaw();
+    }
   });
 });
