@@ -149,6 +149,7 @@ async function runJob(p: Platform, entry: { fn: Processor }, def: JobDefinition,
     payload = await loadPayload(p.db, p.secrets, job.data ?? { owner: null });
   } catch (raw) {
     const err = toAppError(raw);
+    log.error({ code: err.code, message: err.message }, 'could not load the job payload');
     throw err.retriable ? new Error(encodeFailure(err)) : new UnrecoverableError(encodeFailure(err));
   }
   const parsed = def.payload.safeParse(payload);

@@ -6,6 +6,9 @@ import type { Logger } from '../log.js';
 import type { LogEntry } from '../logs/schema.js';
 import { insertLogs, logRecord } from '../logs/store.js';
 
+/** After an inline row failed, how long free calls skip the inline write (and so never wait on a database that is away). */
+const INLINE_PAUSE_MS = 10_000;
+
 /** The calls of one (user, key, model) in one minute, as the one row they become. */
 interface Aggregate {
   minute: number;
@@ -20,6 +23,8 @@ export class UsageRecorder {
   private requests = new Map<number, number>();
   private tokens = new Set<number>();
   private aggregates = new Map<string, Aggregate>();
+  /** Until when inline rows are not tried (epoch ms): one failed (Postgres away), so calls are not kept waiting on it. */
+  private inlineOffUntil = 0;
   /** Calls given a row of their own, per (user, key, model), in the minute they were counted in. */
   private ownRows = new Map<string, { minute: number; n: number }>();
   private rowsMinute = 0;
@@ -42,13 +47,15 @@ export class UsageRecorder {
    */
   async record(userId: number, tokenId: number | null, consume?: LogEntry): Promise<void> {
     if (tokenId !== null) this.tokens.add(tokenId);
-    if (consume && this.ownRow(consume)) {
+    if (consume && Date.now() >= this.inlineOffUntil && this.ownRow(consume)) {
       try {
         await this.writeOwnRow(consume);
         this.armTimer();
         return;
       } catch (err) {
-        this.log.warn({ err }, "could not write a free call's log row; it joins its minute's aggregate");
+        // For the next INLINE_PAUSE_MS every free call joins its aggregate at once (written when Postgres is back).
+        this.inlineOffUntil = Date.now() + INLINE_PAUSE_MS;
+        this.log.warn({ err }, "could not write a free call's log row; it joins its minute's aggregate, as the next calls' will for 10 s");
       }
     }
     this.requests.set(userId, (this.requests.get(userId) ?? 0) + 1);
@@ -72,7 +79,6 @@ export class UsageRecorder {
     const key = `${e.userId}\u0000${e.tokenId ?? ''}\u0000${e.modelName ?? ''}`;
     let count = this.ownRows.get(key);
     if (!count || count.minute < minute) this.ownRows.set(key, (count = { minute, n: 0 }));
-    // A call of a minute already gone by (it started before the turn) joins that minute's aggregate.
     if (count.minute > minute || count.n >= this.rowsPerMinute) return false;
     count.n++;
     return true;

@@ -47,7 +47,19 @@ export function resultRefOf(value: unknown): string | undefined {
 
 /** The payload of a job, from the envelope (opening it when sealed) or from Postgres. */
 export async function loadPayload(db: Db, secrets: Pick<Secrets, 'decrypt'>, envelope: JobEnvelope): Promise<unknown> {
-  if (envelope.sealed !== undefined) return JSON.parse(secrets.decrypt(envelope.sealed));
+  if (envelope.sealed !== undefined) {
+    let plain: string;
+    try {
+      plain = secrets.decrypt(envelope.sealed);
+    } catch {
+      // Another key sealed it: this worker's SECRET_KEY is not the API's. Retrying here would not help.
+      throw new AppError(500, "This job's payload is sealed with another SECRET_KEY: every API and worker process must share one", {
+        code: 'payload_sealed_elsewhere',
+        retriable: false,
+      });
+    }
+    return JSON.parse(plain);
+  }
   if (!envelope.payloadRef) return envelope.payload;
   const row = await db('job_payloads').where({ job_id: envelope.payloadRef }).first('data');
   if (!row) throw new AppError(410, 'The payload of this job is gone (job_payloads row removed)', { code: 'payload_missing', retriable: false });

@@ -35,6 +35,17 @@ export async function accessToken(p: Platform, account: { id: number; clientId: 
 }
 
 async function grant(p: Platform, account: { id: number; clientId: string; refreshToken: string }, key: string): Promise<string> {
+  const { accessToken, refreshToken } = await grantTokens(p, account, key);
+  if (refreshToken !== account.refreshToken) await saveRefreshToken(p.db, p.secrets, account.id, account.clientId, refreshToken);
+  return accessToken;
+}
+
+/** One refresh-token grant: the access token (cached in Redis) and the refresh token to keep (rotated, or the same). */
+async function grantTokens(
+  p: Platform,
+  account: { clientId: string; refreshToken: string },
+  key: string,
+): Promise<{ accessToken: string; refreshToken: string }> {
   const body = new URLSearchParams({ client_id: account.clientId, grant_type: 'refresh_token', refresh_token: account.refreshToken });
   if (p.config.MS_TOKEN_SCOPE) body.set('scope', p.config.MS_TOKEN_SCOPE);
   let res: Response;
@@ -58,26 +69,23 @@ async function grant(p: Platform, account: { id: number; clientId: string; refre
     // 4xx (invalid_grant: expired, revoked, wrong client) will not heal by retrying; 5xx might.
     throw new AppError(502, `Microsoft refused the refresh token: ${reason}`, { code: 'oauth_refused', retriable: res.status >= 500 || res.status === 429 });
   }
-  if (answer.refresh_token && answer.refresh_token !== account.refreshToken) {
-    await saveRefreshToken(p.db, p.secrets, account.id, account.clientId, answer.refresh_token);
-  }
   const ttl = Number(answer.expires_in ?? 3600) * 1000 - EARLY_MS;
   if (ttl > 0) {
     // Cached under the refresh token the caller used and, after a rotation, the new one too.
     await p.redis.set(key, answer.access_token, 'PX', ttl).catch(() => {});
     if (answer.refresh_token) await p.redis.set(cacheKey(p, account.clientId, answer.refresh_token), answer.access_token, 'PX', ttl).catch(() => {});
   }
-  return answer.access_token;
+  return { accessToken: answer.access_token, refreshToken: answer.refresh_token || account.refreshToken };
 }
 
 /**
  * One refresh-token grant whatever the cache holds (a cached access token says nothing of whether the refresh token
- * still works): refused, it throws as accessToken does; accepted, its access token is cached and a rotated refresh
- * token saved, as for any grant.
+ * still works): refused, it throws as accessToken does; accepted, its access token is cached, and the refresh token to
+ * keep (what Microsoft rotated it to, or the same) is answered for the caller to store: nothing is written to an
+ * account here.
  */
-export async function tryRefreshToken(p: Platform, account: { id: number; clientId: string; refreshToken: string }): Promise<void> {
-  const key = cacheKey(p, account.clientId, account.refreshToken);
-  await grant(p, account, key);
+export async function tryRefreshToken(p: Platform, account: { clientId: string; refreshToken: string }): Promise<string> {
+  return (await grantTokens(p, account, cacheKey(p, account.clientId, account.refreshToken))).refreshToken;
 }
 
 /** Forgets a cached token the server refused (revoked early, or scopes changed). */

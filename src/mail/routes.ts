@@ -55,21 +55,19 @@ export function mailRouter(p: Platform): ApiRouter {
   /**
    * Inline credentials that differ from a stored account's are tried (one grant) before they replace it: a refused
    * refresh token answers 502 with Microsoft's reason and the stored credentials stay. The token to store: the one the
-   * grant rotated to (saved on the account by the grant), else the one sent.
+   * grant rotated to, else the one sent (the caller writes it, once, with the rest of the account).
    */
   async function triedRefreshToken(existing: store.AccountRow, clientId: string, refreshToken: string): Promise<string> {
     const before = store.openAccount(p.secrets, existing).auth;
     const stored = before.type === 'oauth2' && before.client_id === clientId ? before.refresh_token : undefined;
     if (stored === refreshToken) return refreshToken;
     // msOauth2api's clients send the same token on every call: once it was tried for this account, what was stored
-    // then (it, or what the grant rotated it to) stays, with no grant per call.
+    // then (it, or what the grant rotated it to) stays, with no grant per call (for a day after its last use).
     const tried = p.keys.of('ms-inline-tried', sha256Hex(`${existing.id}\u0000${clientId}\u0000${refreshToken}`));
-    if (stored !== undefined && (await p.redis.get(tried).catch(() => null))) return stored;
-    await tryRefreshToken(p, { id: existing.id, clientId, refreshToken });
+    if (stored !== undefined && (await p.redis.expire(tried, INLINE_TRIED_SECONDS).catch(() => 0)) === 1) return stored;
+    const keep = await tryRefreshToken(p, { clientId, refreshToken });
     await p.redis.set(tried, '1', 'EX', INLINE_TRIED_SECONDS).catch(() => {});
-    const after = store.openAccount(p.secrets, (await store.getAccountRow(p.db, existing.id)) ?? existing).auth;
-    const rotated = after.type === 'oauth2' && after.client_id === clientId && after.refresh_token !== stored;
-    return rotated ? after.refresh_token : refreshToken;
+    return keep;
   }
 
   /** The account an operation is for: inline OAuth2 credentials update (or create) the caller's own. */

@@ -1,0 +1,26 @@
+// The free-call recorder when Postgres fails: calls are never kept waiting on it after a first failed write.
+import { describe, expect, it } from 'vitest';
+import { UsageRecorder } from '../../src/accounts/usage.js';
+import type { Db } from '../../src/db.js';
+import type { Logger } from '../../src/log.js';
+
+describe('UsageRecorder with Postgres away', () => {
+  it('after one inline row fails, the next free calls join their aggregate without trying Postgres again', async () => {
+    let tries = 0;
+    const db = {
+      raw: () => {
+        tries++;
+        return Promise.reject(new Error('connect ECONNREFUSED'));
+      },
+    } as unknown as Db;
+    const warnings: string[] = [];
+    const log = { warn: (_: unknown, msg: string) => warnings.push(msg) } as unknown as Logger;
+    const recorder = new UsageRecorder(db, log, 60, 60_000);
+    const entry = { type: 2 as const, userId: 7, tokenId: 3, tokenName: 'k', modelName: 'local-hash-v1', content: 'free' };
+    await recorder.record(7, 3, entry);
+    expect(tries).toBe(1);
+    for (let i = 0; i < 5; i++) await recorder.record(7, 3, entry);
+    expect(tries).toBe(1);
+    expect(warnings).toHaveLength(1);
+  });
+});
