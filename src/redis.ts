@@ -12,9 +12,13 @@ import { withTimeout } from './timeout.js';
 /**
  * On a Redis Cluster, waits (at most `timeoutMs`) until a replica of the master that holds `key` has every write made
  * so far on this client's connection to that master (Redis's WAIT). Redis replicates asynchronously: a write the
- * master acknowledged and then died with, before passing it on, is gone after the failover. A job enqueued and then
- * waited on this way survives its master's death. Answers the replicas that have it (0 on a single Redis, where
- * there is nothing to wait for, and when the wait runs out: the write stands, unreplicated so far).
+ * master acknowledged and then died with, before passing it on, is gone after the failover. Answers the replicas
+ * that have it: 0 on a single Redis and for a master without replicas (nothing to wait for), and when the wait ran
+ * out (the write stands, unreplicated so far).
+ *
+ * WAIT blocks the connection it is sent on, which the process's other commands to that master share: waits that
+ * arrive while one is out share the next one (sent when it returns, it covers all their writes), and after a wait
+ * ran out that master is not waited on for REPLICA_PAUSE_MS (a replica frozen or cut off, but still counted).
  */
 export async function waitForReplica(client: Redis, key: string, timeoutMs: number): Promise<number> {
   if (!(client instanceof Cluster)) return 0;
@@ -22,7 +26,43 @@ export async function waitForReplica(client: Redis, key: string, timeoutMs: numb
   // The pool's connection to that master: the one the write went through (nodes() hands out the pooled clients).
   const node = master ? client.nodes('master').find((n) => `${n.options.host}:${n.options.port}` === master) : undefined;
   if (!node || (await replicasOf(node)) === 0) return 0;
-  return Number(await node.call('WAIT', '1', String(timeoutMs)));
+  return replicated(node, timeoutMs);
+}
+
+const REPLICA_PAUSE_MS = 5_000;
+
+interface NodeWaits {
+  /** The WAIT sent and not yet answered. */
+  sent?: Promise<number>;
+  /** The one that follows it, shared by every caller that came meanwhile. */
+  next?: Promise<number>;
+  pausedUntil: number;
+}
+const nodeWaits = new WeakMap<SingleRedis, NodeWaits>();
+
+function replicated(node: SingleRedis, timeoutMs: number): Promise<number> {
+  let w = nodeWaits.get(node);
+  if (!w) nodeWaits.set(node, (w = { pausedUntil: 0 }));
+  const waits = w;
+  const send = (): Promise<number> => {
+    if (Date.now() < waits.pausedUntil) return Promise.resolve(0);
+    const sent: Promise<number> = node
+      .call('WAIT', '1', String(timeoutMs))
+      .then(Number, () => 0)
+      .then((n) => {
+        if (waits.sent === sent) waits.sent = undefined;
+        if (n === 0) waits.pausedUntil = Date.now() + REPLICA_PAUSE_MS;
+        return n;
+      });
+    waits.sent = sent;
+    return sent;
+  };
+  if (!waits.sent) return send();
+  waits.next ??= waits.sent.then(() => {
+    waits.next = undefined;
+    return send();
+  });
+  return waits.next;
 }
 
 /** A master's connected replicas, from INFO at most every 5 s (WAIT for one when there is none would always run out). */

@@ -241,7 +241,7 @@ describe('on a Redis Cluster (3 masters, 3 replicas)', () => {
     expect((await cluster.view()).find((n) => n.port === victim)?.role).toBe('replica');
   }, 90_000);
 
-  it("a queued job is accepted (202) only once its master's replica has it: with the replica stopped, the answer waits for it", async () => {
+  it("a queued job's answer (202) waits for its master's replica to have it; with the replica frozen, concurrent enqueues share that wait, and none is stuck behind the others", async () => {
     const masterPort = await cluster.masterOf('{switchyard-content}');
     const view = await cluster.view();
     const masterId = view.find((n) => n.port === masterPort)!.id;
@@ -254,22 +254,27 @@ describe('on a Redis Cluster (3 masters, 3 replicas)', () => {
       return { ms: Date.now() - started, jobId: res.body.jobId as string };
     };
     await queue(); // warm
-    // The replica frozen (not long enough for the cluster to give up on it): WAIT runs out before the 202.
+    // The replica frozen (not long enough for the cluster to give up on it): the WAIT runs out before the 202s. Eight
+    // enqueues at once share the waits (one WAIT each, in turn, would take eight times 250 ms on the connection).
     process.kill(replica.pid, 'SIGSTOP');
-    let frozen: { ms: number };
+    let frozen: { ms: number }[];
+    const started = Date.now();
     try {
-      frozen = await queue();
+      frozen = await Promise.all(Array.from({ length: 8 }, () => queue()));
     } finally {
       process.kill(replica.pid, 'SIGCONT');
     }
-    expect(frozen.ms, 'the 202 waited for the replica').toBeGreaterThanOrEqual(200);
-    // Back: right after the 202, the replica has the job.
+    const took = Date.now() - started;
+    expect(Math.max(...frozen.map((f) => f.ms)), 'the 202s waited for the replica').toBeGreaterThanOrEqual(200);
+    expect(took, 'eight enqueues shared the wait').toBeLessThan(8 * 250);
+    // Back (and past the pause a run-out wait starts): right after a 202, the replica has the job.
+    await cluster.waitHealthy();
+    await new Promise((r) => setTimeout(r, 5_500));
     const { jobId } = await queue();
     const r = cluster.client(replicaPort);
     if (r.status === 'wait') await r.connect();
     await r.call('READONLY');
     expect(await r.exists(`{switchyard-content}:content:${jobId}`)).toBe(1);
-    await cluster.waitHealthy();
   }, 60_000);
 
   it('a master killed (SIGKILL) mid-work: its replica takes over, the same API and worker processes carry on, every job completes, content rows exact', async () => {
