@@ -220,8 +220,9 @@ export class JobClient {
     const queue = this.queues.get(def.queue)!;
     const data: JobEnvelope = { owner: meta.owner, requestId: meta.requestId, payload };
     if (def.reply === 'direct') data.replyTo = this.replyChannel;
-    // payloadIn (define.ts): 'postgres' always, 'redis-if-small' past JOB_INLINE_PAYLOAD_BYTES. A caller
-    // that knows a bound on the size (the request body's) saves serialising small payloads twice.
+    // payloadIn (define.ts): 'postgres' always; 'redis-if-small' and 'sealed' past JOB_INLINE_PAYLOAD_BYTES, and
+    // 'sealed' encrypted below it. A caller that knows a bound on the size (the request body's) saves serialising
+    // small plain payloads twice.
     const always = def.payloadIn === 'postgres';
     const sealed = def.payloadIn === 'sealed';
     if (always || sealed || meta.sizeHint === undefined || meta.sizeHint > this.config.JOB_INLINE_PAYLOAD_BYTES / 2) {
