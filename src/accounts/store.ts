@@ -1,4 +1,5 @@
 // Knex queries of accounts: users, sessions, API tokens, redemption codes (quota moves in ledger.ts).
+import type { Knex } from 'knex';
 import { escapeLike, type Db } from '../db.js';
 import { conflict } from '../errors.js';
 import type { CreateTokenInput, CreateUserInput, RedemptionRow, TokenRow, UpdateTokenInput, UserRow, UserView } from './schema.js';
@@ -59,6 +60,13 @@ export const findUserByUsername = (db: Db, username: string) =>
 
 /** The ids of users below a role, as a subquery (other areas apply the role rule with it). */
 export const userIdsBelowRole = (db: Db, role: number) => db('users').select('id').where('role', '<', role);
+
+/**
+ * The role rule on a column naming a row's user: the viewer's own rows, and those of users below their role. A
+ * where-callback for any query of any area (`q.where(ownOrBelow(db, 'owner_id', viewer))`).
+ */
+export const ownOrBelow = (db: Db, column: string, viewer: Viewer) => (w: Knex.QueryBuilder) =>
+  w.where(column, viewer.id).orWhereIn(column, userIdsBelowRole(db, viewer.role));
 
 export async function listUsers(db: Db, opts: { offset: number; limit: number; keyword?: string; belowRole?: number }) {
   const base = db<UserRow>('users');
@@ -232,8 +240,7 @@ export interface Viewer {
  */
 function codesVisibleTo(db: Db, viewer: Viewer) {
   const q = db<RedemptionRow>('redemptions');
-  if (viewer.role >= ROLE.root) return q;
-  return q.where((w) => w.where({ user_id: viewer.id }).orWhereIn('user_id', userIdsBelowRole(db, viewer.role)));
+  return viewer.role >= ROLE.root ? q : q.where(ownOrBelow(db, 'user_id', viewer));
 }
 
 export async function listRedemptions(db: Db, viewer: Viewer, opts: { offset: number; limit: number; keyword?: string }) {

@@ -4,6 +4,7 @@ import type { Knex } from 'knex';
 import { escapeLike, isEmbedded, type Db } from '../db.js';
 import { AppError, forbidden } from '../errors.js';
 import { ROLE, USER_STATUS } from '../accounts/schema.js';
+import { ownOrBelow } from '../accounts/store.js';
 import type { ContentRow, ListQuery, NewItem, OrderBy } from './schema.js';
 
 const SORT_COLUMN: Record<OrderBy, 'score' | 'created_at' | 'analyzed_at'> = {
@@ -31,16 +32,16 @@ export interface Caller {
 export const callerOf = (user: { id: number; role: number }): Caller => ({ id: user.id, role: user.role });
 
 /**
- * The SQL condition (on `created_by` of `table`) for items the caller may replace or delete, with its bindings; true
- * for root. `=` is false for null on either side: legacy items match only the admins' `is null`.
+ * Which existing items the caller may replace or delete, as a where-callback on `content_items.created_by` (root:
+ * every item, so no condition at all). `=` is false for null: legacy items match only the admins' `is null`.
  */
-function mayChange(caller: Caller, table: string): { sql: string; bindings: (number | null)[] } {
-  if (caller.role >= ROLE.root) return { sql: 'true', bindings: [] };
-  if (caller.role < ROLE.admin) return { sql: `${table}.created_by = ?`, bindings: [caller.id] };
-  return {
-    sql: `(${table}.created_by = ? or ${table}.created_by is null or ${table}.created_by in (select id from users where role < ?))`,
-    bindings: [caller.id, caller.role],
-  };
+function mayChange(db: Db, caller: Caller): ((w: Knex.QueryBuilder) => Knex.QueryBuilder) | undefined {
+  const column = 'content_items.created_by';
+  if (caller.role >= ROLE.root) return undefined;
+  // whereRaw, not where(col, value): knex turns `= null` into `is null`, which would match legacy items.
+  if (caller.role < ROLE.admin || caller.id === null) return (w) => w.whereRaw('?? = ?', [column, caller.id]);
+  const viewer = { id: caller.id, role: caller.role };
+  return (w) => w.where(ownOrBelow(db, column, viewer)).orWhereNull(column);
 }
 
 /**
@@ -98,8 +99,8 @@ function upsert(db: Db, items: NewItem[], caller: Caller) {
     .onConflict('url')
     .merge(UPDATED_ON_CONFLICT);
   // The ownership check is part of the one statement: a conflicting row is updated only if the caller may change it.
-  const { sql, bindings } = mayChange(caller, 'content_items');
-  return caller.role >= ROLE.root ? q : q.whereRaw(sql, bindings);
+  const allowed = mayChange(db, caller);
+  return allowed ? q.where(allowed) : q;
 }
 
 /**
@@ -122,12 +123,12 @@ export const getItem = (db: Db, id: string) => db<ContentRow>('content_items').w
 
 /** 'forbidden': the item exists but is not the caller's to delete (see mayChange). */
 export async function deleteItem(db: Db, id: string, caller: Caller): Promise<'deleted' | 'missing' | 'forbidden'> {
-  const { sql, bindings } = mayChange(caller, 'content_items');
-  // whereRaw, not where(col, value): knex turns `= null` into `is null`, which would match legacy items.
-  const q = db('content_items').where({ id }).whereRaw(sql, bindings);
+  const allowed = mayChange(db, caller);
+  const q = db('content_items').where({ id });
+  if (allowed) q.where(allowed);
   // RETURNING, not the affected-row count: PGlite's driver reports counts differently from pg.
   if ((await q.delete().returning('id')).length > 0) return 'deleted';
-  if (caller.role >= ROLE.root) return 'missing';
+  if (!allowed) return 'missing';
   return (await db('content_items').where({ id }).first('id')) ? 'forbidden' : 'missing';
 }
 

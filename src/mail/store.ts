@@ -1,7 +1,7 @@
 // Knex queries of mail: accounts (secrets sealed with SECRET_KEY), stored messages, send records.
 import crypto from 'node:crypto';
 import type { Knex } from 'knex';
-import { userIdsBelowRole, type Viewer } from '../accounts/store.js';
+import { ownOrBelow, type Viewer } from '../accounts/store.js';
 import { ROLE } from '../accounts/schema.js';
 import { escapeLike, type Db } from '../db.js';
 import type { Secrets } from '../secrets.js';
@@ -120,7 +120,7 @@ export type { Viewer };
 /** Own accounts; for admins also those of users below their role. */
 function visibleTo(db: Db, q: Knex.QueryBuilder, viewer: Viewer): Knex.QueryBuilder {
   if (viewer.role < ROLE.admin) return q.where({ owner_id: viewer.id });
-  return q.where((w) => w.where({ owner_id: viewer.id }).orWhereIn('owner_id', userIdsBelowRole(db, viewer.role)));
+  return q.where(ownOrBelow(db, 'owner_id', viewer));
 }
 
 /** The caller's account for an address, or (admins) one of a user below them; their own first. */
