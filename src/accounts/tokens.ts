@@ -19,8 +19,8 @@ export const isExpired = (t: Pick<TokenRow, 'expired_time'>, now = nowSeconds())
 export const isExhausted = (t: Pick<TokenRow, 'unlimited_quota' | 'remain_quota'>) => !t.unlimited_quota && t.remain_quota <= 0;
 
 /**
- * A key with limits of its own (a quota, a models allow-list, a subnet, an expiry). Such a key may not make or change
- * keys, nor make the access token: either would hand its holder a credential without those limits.
+ * A key with limits of its own (a quota, a models allow-list, a subnet, an expiry). Such a key reaches only /v1: anything
+ * under /api (its user's mail, other keys, account) would reach past those limits (src/http/auth.ts: authorize).
  */
 export const hasLimits = (t: Pick<TokenRow, 'unlimited_quota' | 'models' | 'subnet' | 'expired_time'>) =>
   !t.unlimited_quota || (t.models ?? '') !== '' || (t.subnet ?? '') !== '' || t.expired_time !== -1;

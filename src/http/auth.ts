@@ -2,7 +2,7 @@
 // authenticator; role guards; the same-origin rule for cookie-authenticated writes.
 import type { Context } from 'koa';
 import type { Principal } from '../accounts/auth.js';
-import { ROLE, USER_STATUS } from '../accounts/schema.js';
+import { USER_STATUS } from '../accounts/schema.js';
 import { hasLimits, ipAllowed, isExhausted, isExpired } from '../accounts/tokens.js';
 import { forbidden, unauthorized } from '../errors.js';
 import type { Platform } from '../platform.js';
@@ -117,8 +117,6 @@ export interface AuthorizeOptions {
   allowBasic?: boolean;
   /** A GET that changes state (rotates a token, empties a mailbox, sends mail): same-origin rule applies. */
   changesState?: boolean;
-  /** The action makes or changes a credential (an API key, the access token): refused to an API key with limits. */
-  issuesCredentials?: boolean;
 }
 
 /** Resolves and checks the caller: 401 without credentials, 403 when disabled or below `minRole`. */
@@ -128,16 +126,16 @@ export async function authorize(ctx: Context, p: Platform, minRole = 1, opts: Au
   if (principal.user.status !== USER_STATUS.enabled) throw forbidden('User is disabled', { code: 'user_disabled' });
   // Cookies and Basic credentials are sent by browsers on their own: their state changes must be same-origin.
   if (principal.via === 'session' || principal.via === 'basic') checkSameOrigin(ctx, p, opts.changesState || UNSAFE.has(ctx.method));
-  if (principal.user.role < minRole) throw forbidden('Insufficient role for this action', { code: 'insufficient_role' });
-  // An API key with limits of its own (hasLimits) neither makes credentials nor acts as an admin (users, their
-  // passwords and quotas, redemption codes…): either would hand its holder a way around those limits.
-  const changes = opts.changesState || UNSAFE.has(ctx.method);
-  if (principal.via === 'api_key' && principal.token && hasLimits(principal.token) && (opts.issuesCredentials || (minRole >= ROLE.admin && changes))) {
+  // An API key with limits of its own (hasLimits) is a credential for the relay, as one-api's tokens are: it reaches
+  // /v1 (authorizeApiKey) and nothing here. Acting as its user anywhere under /api (their mail, their other keys,
+  // their account, admin work) would reach past the limits it was given. A key without limits acts as its user.
+  if (principal.via === 'api_key' && principal.token && hasLimits(principal.token)) {
     throw forbidden(
-      'This API key has limits of its own (quota, models, subnet or expiry), so it cannot make keys, the access token, or admin changes: sign in, or use the access token',
+      'This API key has limits of its own (quota, models, subnet or expiry), so it may only call /v1 (embeddings and models); for /api sign in, or use the access token or a key without limits',
       { code: 'key_has_limits' },
     );
   }
+  if (principal.user.role < minRole) throw forbidden('Insufficient role for this action', { code: 'insufficient_role' });
   ctx.state.principal = principal;
   return principal;
 }

@@ -248,7 +248,7 @@ describe('users (admin)', () => {
     await t.root.post('/api/user/', { username: 'carol', password: 'carol-password' });
     const carol = new HttpClient(t.url);
     const { id } = (await carol.login('carol', 'carol-password')).body.data;
-    const key = (await carol.post('/api/token/', { name: 'k' })).body.data.key;
+    const key = (await carol.post('/api/token/', { name: 'k', unlimited_quota: true })).body.data.key;
     // Both credentials are used (and so cached, for 60 s here) before the change.
     expect((await carol.get('/api/user/self')).status).toBe(200);
     expect((await t.anon.get('/api/user/self', { authorization: `Bearer ${key}` })).status).toBe(200);
@@ -292,8 +292,9 @@ describe('API tokens', () => {
     expect(row.key_hash).toBe(sha256(tok.key));
     expect(JSON.stringify(row)).not.toContain(tok.key);
     expect(JSON.stringify(row)).not.toContain(tok.key.slice(3));
-    // The key authenticates its owner on /api.
-    expect((await t.anon.get('/api/user/self', { authorization: `Bearer ${tok.key}` })).body.data.username).toBe('alice');
+    // The key authenticates on /v1; with limits of its own it reaches nothing under /api (security-auth.test.ts).
+    expect((await t.anon.get('/v1/models', { authorization: `Bearer ${tok.key}` })).status).toBe(200);
+    expect((await t.anon.get('/api/user/self', { authorization: `Bearer ${tok.key}` })).status).toBe(403);
   });
 
   it('defaults: expired_time -1 when omitted or 0, remain_quota 0, limited', async () => {
@@ -409,12 +410,13 @@ describe('API tokens', () => {
     // Expired: works (and is cached) until its expired_time, then 401 — the cache does not stretch its life.
     const expiresAt = Math.floor(Date.now() / 1000) + 2;
     const expiring = (await alice.post('/api/token/', { name: 'expiring', unlimited_quota: true, expired_time: expiresAt })).body.data;
-    const useExpiring = () => t.anon.get('/api/user/self', { authorization: `Bearer ${expiring.key}` });
+    // A key with an expiry has limits of its own: it is used where it may be, on /v1.
+    const useExpiring = () => t.anon.get('/v1/models', { authorization: `Bearer ${expiring.key}` });
     expect((await useExpiring()).status).toBe(200);
     await new Promise((r) => setTimeout(r, expiresAt * 1000 - Date.now() + 100));
     const expired = await useExpiring();
     expect(expired.status).toBe(401);
-    expect(expired.body.message).toMatch(/expired/);
+    expect(expired.body.error.message).toMatch(/expired/);
     expect((await t.anon.get('/api/user/self', { authorization: 'Bearer sk-doesnotexist' })).status).toBe(401);
   });
 

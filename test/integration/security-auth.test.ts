@@ -246,54 +246,91 @@ describe('the role rule', () => {
   });
 });
 
-describe('API keys and credentials', () => {
-  it('a key with limits of its own cannot make keys, change them, or make the access token; a key without limits can', async () => {
-    const owner = await user('key-limits');
-    const mine = (await owner.post('/api/token/', { name: 'target', remain_quota: 10 })).body.data;
-    const limited = [
-      { name: 'quota', remain_quota: 100 },
-      { name: 'models', unlimited_quota: true, models: 'local-hash-v1' },
-      { name: 'subnet', unlimited_quota: true, subnet: '127.0.0.0/8' },
-      { name: 'expiry', unlimited_quota: true, expired_time: Math.floor(Date.now() / 1000) + 3600 },
-    ];
-    for (const body of limited) {
-      const made = await owner.post('/api/token/', body);
-      expect(made.status, made.text).toBe(201);
-      const key = t.anon.withAuth(`Bearer ${made.body.data.key}`);
-      expect((await key.get('/api/user/self')).status, body.name).toBe(200);
-      for (const [label, res] of [
-        ['make a key', await key.post('/api/token/', { name: 'escape', unlimited_quota: true })],
-        ['raise a key', await key.put('/api/token/', { id: mine.id, unlimited_quota: true })],
-        ['make the access token', await key.get('/api/user/token')],
-      ] as const) {
-        expect(res.status, `${body.name}: ${label}`).toBe(403);
-        expect(res.body).toMatchObject({ success: false, message: expect.stringMatching(/limits of its own/) });
-      }
-    }
-    expect((await owner.get('/api/token/')).body.data.map((x: { name: string }) => x.name)).not.toContain('escape');
-    const free = t.anon.withAuth(`Bearer ${(await owner.post('/api/token/', { name: 'free', unlimited_quota: true })).body.data.key}`);
-    expect((await free.post('/api/token/', { name: 'made-by-key', unlimited_quota: true })).status).toBe(201);
-    expect((await free.get('/api/user/token')).status).toBe(200);
+describe('API keys with limits of their own reach only /v1', () => {
+  const inAnHour = () => Math.floor(Date.now() / 1000) + 3600;
+  const limitedKinds = [
+    { name: 'quota', remain_quota: 20 },
+    { name: 'models', unlimited_quota: true, models: 'local-hash-v1' },
+    { name: 'subnet', unlimited_quota: true, subnet: '127.0.0.0/8' },
+    { name: 'expiry', unlimited_quota: true, expired_time: inAnHour() },
+  ];
+  /** The error's words, whichever shape the area writes ({success,message} or {error}). */
+  const said = (res: { body: any }) => String(res.body?.message ?? res.body?.error ?? '');
+  const box = (email: string) => ({
+    email,
+    auth: { type: 'password', password: 'secret-password' },
+    imap: { host: 'imap.example.com' },
+    smtp: { host: 'smtp.example.com' },
   });
 
-  it("an admin's key with limits of its own makes no admin changes (users, passwords, redemption codes), though it reads; one without limits does", async () => {
-    const adminClient = await user('key-limits-admin', 10);
-    await user('key-limits-victim');
-    const victim = await idOf('key-limits-victim');
-    const limited = (await adminClient.post('/api/token/', { name: 'capped', remain_quota: 1, models: 'local-hash-v1' })).body.data.key;
-    const key = t.anon.withAuth(`Bearer ${limited}`);
-    for (const [label, res] of [
-      ['create a user', await key.post('/api/user/', { username: 'sock-puppet', password: 'sock-puppet-password', quota: 100_000 })],
-      ["set a user's password", await key.put(`/api/user/${victim}`, { password: 'taken-over-password' })],
-      ['make redemption codes', await key.post('/api/redemption/', { name: 'free money', quota: 100_000 })],
-    ] as const) {
-      expect(res.status, label).toBe(403);
-      expect(res.body.message, label).toMatch(/limits of its own/);
+  it("a key with limits reads none of its owner's mail, adds no mail account, changes no account detail and deletes none of the owner's other keys", async () => {
+    const owner = await user('limited-owner');
+    expect((await owner.post('/api/mail/accounts', box('limited-owner@example.com'))).status).toBe(201);
+    const other = (await owner.post('/api/token/', { name: 'the unlimited one', unlimited_quota: true })).body.data;
+    const async = { prefer: 'respond-async' };
+    for (const kind of limitedKinds) {
+      const made = await owner.post('/api/token/', kind);
+      expect(made.status, made.text).toBe(201);
+      const secret = made.body.data.key as string;
+      const key = t.anon.withAuth(`Bearer ${secret}`);
+      for (const [label, res] of [
+        ['read the newest mail', await key.get('/api/mail-new?email=limited-owner@example.com', async)],
+        // msOauth2api's clients send their credential as a `password` parameter: the same key, the same refusal.
+        ['read mail with the key as password', await t.anon.post('/api/mail-all', { email: 'limited-owner@example.com', password: secret }, async)],
+        ['list mail accounts', await key.get('/api/mail/accounts')],
+        ['add a mail account', await key.post('/api/mail/accounts', box(`added-by-${kind.name}@example.com`))],
+        ['change the display name', await key.put('/api/user/self', { display_name: 'owned' })],
+        ['read the account', await key.get('/api/user/self')],
+        ['delete another key', await key.delete(`/api/token/${other.id}`)],
+        ['make a key', await key.post('/api/token/', { name: 'escape', unlimited_quota: true })],
+        ['raise a key', await key.put('/api/token/', { id: other.id, unlimited_quota: true })],
+        ['make the access token', await key.get('/api/user/token')],
+      ] as const) {
+        expect(res.status, `${kind.name}: ${label}: ${res.text}`).toBe(403);
+        expect(said(res), `${kind.name}: ${label}`).toMatch(/limits of its own.*only call \/v1/);
+      }
     }
-    expect(await t.platform.db('users').where({ username: 'sock-puppet' }).first()).toBeUndefined();
-    expect((await key.get('/api/user/?page_size=100')).status).toBe(200);
-    const unlimited = (await adminClient.post('/api/token/', { name: 'full', unlimited_quota: true })).body.data.key;
-    expect((await t.anon.withAuth(`Bearer ${unlimited}`).post('/api/redemption/', { name: 'by-key', quota: 5 })).status).toBe(201);
+    // Nothing happened: no job, no account, no name, every key still there.
+    expect(await t.platform.db('job_owners').where({ owner_id: await idOf('limited-owner') })).toEqual([]);
+    expect((await owner.get('/api/mail/accounts')).body.map((a: { email: string }) => a.email)).toEqual(['limited-owner@example.com']);
+    expect((await owner.get('/api/user/self')).body.data.display_name).not.toBe('owned');
+    const names = (await owner.get('/api/token/?page_size=100')).body.data.map((x: { name: string }) => x.name);
+    expect(names).toEqual(expect.arrayContaining(['the unlimited one', ...limitedKinds.map((k) => k.name)]));
+    expect(names).not.toContain('escape');
+  });
+
+  it('every documented route outside /v1 that takes credentials refuses a key with limits (403, from /openapi.json)', async () => {
+    // Root's key: nothing below is refused for its role, only for the key's limits.
+    const secret = (await t.root.post('/api/token/', { name: 'root-capped', remain_quota: 20 })).body.data.key as string;
+    const doc = (await t.anon.get('/openapi.json')).body as { paths: Record<string, Record<string, { security: unknown[] }>> };
+    const routes = Object.entries(doc.paths).flatMap(([path, ops]) =>
+      Object.entries(ops)
+        .filter(([, op]) => op.security.length > 0 && !path.startsWith('/v1'))
+        .map(([method, op]) => ({ method: method.toUpperCase(), path, op })),
+    );
+    expect(routes.length).toBeGreaterThan(40);
+    const refusedOthers: string[] = [];
+    for (const { method, path } of routes) {
+      // Parameters that name nothing: on a build without the rule, nothing of anyone's is touched.
+      const concrete = path.replace('{email}', 'nobody@example.com').replace(/\{[A-Za-z]+\}/g, '987654');
+      const res = await t.anon.request(method, concrete, method === 'GET' ? undefined : {}, { authorization: `Bearer ${secret}`, prefer: 'respond-async' });
+      if (res.status !== 403 || !/limits of its own/.test(said(res))) refusedOthers.push(`${method} ${path}: ${res.status} ${res.text.slice(0, 120)}`);
+    }
+    expect(refusedOthers).toEqual([]);
+    // Still good where it is meant for.
+    expect((await t.anon.get('/v1/models', { authorization: `Bearer ${secret}` })).status).toBe(200);
+  });
+
+  it("a key without limits acts as its user under /api: reads the account, makes and deletes keys, does the admin's work", async () => {
+    const adminClient = await user('unlimited-admin', 10);
+    const full = t.anon.withAuth(`Bearer ${(await adminClient.post('/api/token/', { name: 'full', unlimited_quota: true })).body.data.key}`);
+    expect((await full.get('/api/user/self')).body.data.username).toBe('unlimited-admin');
+    const made = await full.post('/api/token/', { name: 'made-by-key', unlimited_quota: true });
+    expect(made.status).toBe(201);
+    expect((await full.delete(`/api/token/${made.body.data.id}`)).status).toBe(200);
+    expect((await full.get('/api/user/token')).status).toBe(200);
+    expect((await full.post('/api/redemption/', { name: 'by-key', quota: 5 })).status).toBe(201);
+    expect((await full.post('/api/mail/accounts', box('unlimited-admin@example.com'))).status).toBe(201);
   });
 });
 

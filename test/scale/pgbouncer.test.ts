@@ -114,7 +114,7 @@ describe('PgBouncer in transaction mode', () => {
       expect((await t.root.post('/api/user/', { username: 'pat', password: 'pat-password' })).status).toBe(201);
       const pat = new HttpClient(t.url);
       const { id } = (await pat.login('pat', 'pat-password')).body.data;
-      const key = (await pat.post('/api/token/', { name: 'k' })).body.data.key;
+      const key = (await pat.post('/api/token/', { name: 'k', unlimited_quota: true })).body.data.key;
       expect((await t.anon.get('/api/user/self', { authorization: `Bearer ${key}` })).status).toBe(200);
       const [code] = (await t.root.post('/api/redemption/', { name: 'pb', quota: 300 })).body.data;
       expect((await pat.post('/api/user/topup', { key: code })).body).toMatchObject({ success: true, data: 300 });

@@ -402,7 +402,7 @@ export function contentSuite(label: string, opts: { embedded: boolean }) {
         expect(res.status).toBe(401);
         expect(Object.keys(res.body)).toEqual(['error']);
         expect((await t.anon.post('/api/content', item())).status).toBe(401);
-        const key = (await c.post('/api/token/', { name: 'content' })).body.data.key;
+        const key = (await c.post('/api/token/', { name: 'content', unlimited_quota: true })).body.data.key;
         expect((await t.anon.get('/api/stats', { authorization: `Bearer ${key}` })).status).toBe(200);
         const access = (await c.get('/api/user/token')).body.data;
         expect((await t.anon.post('/api/content', item(), { authorization: access })).status).toBe(201);
