@@ -10,6 +10,8 @@ export interface Secrets {
   cookieKeys: string[];
   encrypt(plain: string): string;
   decrypt(sealed: string): string;
+  /** An HMAC-SHA256 (base64url) of a job's identity and data: what makes a job one the API made (jobs/wire.ts). */
+  signJob(text: string): string;
 }
 
 /** SECRET_KEY from the environment, or one generated once and kept under DATA_DIR. */
@@ -34,6 +36,7 @@ const derive = (secret: string, purpose: string) => Buffer.from(crypto.hkdfSync(
 export function createSecrets(secretKey: string): Secrets {
   const encKey = derive(secretKey, 'credential-encryption');
   const cookieKey = derive(secretKey, 'cookie-signing').toString('base64url');
+  const jobKey = derive(secretKey, 'job-signing');
   return {
     cookieKeys: [cookieKey],
     encrypt(plain) {
@@ -49,6 +52,9 @@ export function createSecrets(secretKey: string): Secrets {
       const decipher = crypto.createDecipheriv('aes-256-gcm', encKey, Buffer.from(iv, 'base64url'));
       decipher.setAuthTag(Buffer.from(tag, 'base64url'));
       return Buffer.concat([decipher.update(Buffer.from(body, 'base64url')), decipher.final()]).toString('utf8');
+    },
+    signJob(text) {
+      return crypto.createHmac('sha256', jobKey).update(text).digest('base64url');
     },
   };
 }

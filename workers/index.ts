@@ -18,6 +18,8 @@ import {
   type DirectReply,
   type JobEnvelope,
   type ResultRef,
+  unsignedJob,
+  verifyEnvelope,
 } from '../src/jobs/wire.js';
 import { recordJob } from '../src/metrics.js';
 import type { Platform } from '../src/platform.js';
@@ -78,7 +80,8 @@ export async function startWorkers(p: Platform, queues: readonly QueueName[], ma
       p.log.warn({ queue, jobId: job?.id, job: job?.name, attempt: job?.attemptsMade, reason: err.message }, 'job attempt failed');
       // Failed for good (last attempt, or unrecoverable): BullMQ has recorded it, so nothing will
       // run it again and its stored payload can go. (Retries keep it; finishedOn is set only now.)
-      if (job?.finishedOn && job.data?.payloadRef)
+      // Only its own row (a forged envelope may name another job's, which must not go with it).
+      if (job?.finishedOn && job.data?.payloadRef === job.id)
         dropPayload(p.db, job.data).catch((e) => p.log.warn({ err: e, jobId: job.id }, 'could not remove the stored payload'));
     });
     workers.push(worker);
@@ -123,7 +126,13 @@ async function dispatch(
   const entry = table.get(job.name);
   const def = (jobDefinitions as Record<string, JobDefinition>)[job.name];
   if (!entry || !def) throw new UnrecoverableError(encodeFailure(new AppError(500, `No processor for job "${job.name}"`)));
-  const owner = job.data?.owner ?? null;
+  // Only jobs the API made, as it made them: one added or edited elsewhere (Bull Board, Redis) names an owner and
+  // a payload nobody checked. Failed at once, not retried; logged without its data.
+  if (!verifyEnvelope(p.secrets, job.id!, job.name, job.data)) {
+    p.log.error({ jobId: job.id, job: job.name, queue: job.queueName }, 'refused a job whose envelope the API did not sign (added or edited outside the API)');
+    throw new UnrecoverableError(encodeFailure(unsignedJob()));
+  }
+  const owner = job.data.owner ?? null;
   const limit = def.ownerConcurrency && owner !== null ? def.ownerConcurrency(p.config) : undefined;
   if (limit === undefined || !token) return runJob(p, entry, def, job, signal);
   // The owner runs `limit` jobs already: this one waits (delayed, not failed: no attempt is spent)
@@ -146,7 +155,7 @@ async function runJob(p: Platform, entry: { fn: Processor }, def: JobDefinition,
   const log = p.log.child({ jobId: job.id, job: job.name, attempt: job.attemptsMade + 1 });
   let payload: unknown;
   try {
-    payload = await loadPayload(p.db, p.secrets, job.data ?? { owner: null });
+    payload = await loadPayload(p.db, p.secrets, job.data);
   } catch (raw) {
     const err = toAppError(raw);
     log.error({ code: err.code, message: err.message }, 'could not load the job payload');

@@ -4,7 +4,7 @@ import type { Platform } from '../platform.js';
 import { ROLE } from '../accounts/schema.js';
 import { authorize } from './auth.js';
 import type { Endpoint } from './route.js';
-import { AppError } from '../errors.js';
+import { AppError, forbidden } from '../errors.js';
 
 export const BOARD_PATH = '/admin/queues';
 
@@ -35,6 +35,7 @@ export function boardMiddleware(p: Platform): Middleware {
       }
       throw err;
     }
+    refuseJobWrites(ctx.method, ctx.path);
     // Built on first use: processes whose board nobody opens never load it.
     plugin ??= await boardPlugin(p);
     // What the board does not serve must not reach our routes: its body parser has already read
@@ -46,6 +47,30 @@ export function boardMiddleware(p: Platform): Middleware {
     });
     if (unserved) throw unservedBoardRoute(ctx.method, ctx.path);
   };
+}
+
+/** The board's job-writing routes: adding a job, and replacing a job's data. */
+const JOB_WRITES: { method: string; path: RegExp }[] = [
+  { method: 'POST', path: new RegExp(`^${BOARD_PATH}/api/queues/[^/]+/add/?$`, 'i') },
+  { method: 'PATCH', path: new RegExp(`^${BOARD_PATH}/api/queues/[^/]+/[^/]+/update-data/?$`, 'i') },
+];
+
+/**
+ * Jobs are made by the API, for a principal it has checked, and signed (jobs/wire.ts): a job added or edited on the
+ * board would name any owner and any account, so the board refuses both, for every role (root too: a worker would
+ * refuse the job anyway). Retry, promote, clean, remove, pause and the rest act on jobs the API made and stay open.
+ */
+function refuseJobWrites(method: string, rawPath: string): void {
+  // The board's router matches case-insensitively and decodes: so does this check, on the path as it would read it.
+  let path = rawPath;
+  try {
+    path = decodeURIComponent(rawPath);
+  } catch {
+    // undecodable: the board cannot route it either
+  }
+  path = path.replace(/\/{2,}/g, '/');
+  if (JOB_WRITES.some((w) => w.method === method.toUpperCase() && w.path.test(path)))
+    throw forbidden("Jobs are made through the API: Bull Board may not add jobs or change a job's data", { code: 'board_job_write_refused' });
 }
 
 /** The board answers GETs (pages, assets, its API) and PUTs (its actions); nothing else. */

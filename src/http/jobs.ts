@@ -7,7 +7,7 @@ import type { Platform } from '../platform.js';
 import { jobStates, jobStatus, jobView, STATE_MAP, type JobEvent } from '../jobs/client.js';
 import type { JobDefinition } from '../jobs/define.js';
 import { jobDefinitions, type JobName, type PayloadOf, type ResultOf } from '../jobs/registry.js';
-import type { JobEnvelope } from '../jobs/wire.js';
+import { verifyEnvelope, type JobEnvelope } from '../jobs/wire.js';
 import { forgetJobs, listJobOwners, recordJobOwner } from '../logs/job-owners.js';
 import { getUser } from '../accounts/store.js';
 import { ROLE } from '../accounts/schema.js';
@@ -163,7 +163,8 @@ export function jobsRouter(p: Platform): ApiRouter {
     const id = String(ctx.params.id ?? '');
     const job = /^[A-Za-z0-9._-]{1,200}$/.test(id) ? await p.jobs.getJob(id) : undefined;
     if (!job) throw notFound('Job not found');
-    const owner = (job.data as JobEnvelope | undefined)?.owner ?? null;
+    // The owner the API signed: a job whose data was edited (Bull Board's "update data") belongs to no one (root only).
+    const owner = verifyEnvelope(p.secrets, job.id!, job.name, job.data) ? (job.data.owner ?? null) : null;
     const me = principal.user;
     if (owner === me.id || me.role >= ROLE.root) return job;
     if (me.role < ROLE.admin || owner === null) throw notFound('Job not found');

@@ -20,6 +20,7 @@ import {
   loadResult,
   queueOfJobId,
   resultRefOf,
+  signEnvelope,
   storePayload,
   takeResult,
   type DirectReply,
@@ -113,8 +114,8 @@ export class JobClient {
     private readonly producer: Redis,
     private readonly log: Logger,
     private readonly db: Db,
-    /** Seals payloads of job types declared payloadIn 'sealed'. */
-    private readonly secrets: Pick<Secrets, 'encrypt'>,
+    /** Seals payloads of job types declared payloadIn 'sealed', and signs every envelope. */
+    private readonly secrets: Pick<Secrets, 'encrypt' | 'signJob'>,
   ) {
     // A channel of its own (on a cluster, in a slot of its own: replies to many API processes spread over the masters).
     this.replyChannel = redisKeys(config).of('replies', uuidv7());
@@ -236,6 +237,7 @@ export class JobClient {
         delete data.payload;
       }
     }
+    signEnvelope(this.secrets, id, name, data);
     try {
       await withTimeout(queue.add(name, data, { ...def.options, ...meta.options, jobId: id }), 1_500);
       // On a Redis Cluster, the job is accepted once a replica has it too: its master dying next loses nothing.

@@ -4,7 +4,7 @@ import type { QueueName } from '../config.js';
 import { queueNames } from '../config.js';
 import type { Db } from '../db.js';
 import { AppError } from '../errors.js';
-import type { Secrets } from '../secrets.js';
+import { safeEqual, type Secrets } from '../secrets.js';
 
 /** What travels in Redis: the payload (or where to find it) and who asked for it. */
 export interface JobEnvelope<P = unknown> {
@@ -17,6 +17,30 @@ export interface JobEnvelope<P = unknown> {
   sealed?: string;
   /** For 'direct' replies: the pub/sub channel of the process waiting for the result. */
   replyTo?: string;
+  /**
+   * The enqueuer's signature (HMAC-SHA256 under SECRET_KEY) of the job's id, name and every field above: a worker
+   * runs only jobs the API made, for the owner it checked (not one added or edited through Bull Board or Redis).
+   */
+  sig?: string;
+}
+
+/** What is signed: the id and name (a signed envelope copied into another job does not verify), then the envelope as it travels. */
+const signedText = (jobId: string, name: string, envelope: Omit<JobEnvelope, 'sig'>) => `${jobId}\n${name}\n${JSON.stringify(envelope)}`;
+
+/** Signs an envelope in place, last: its other fields must not change after this. */
+export function signEnvelope(secrets: Pick<Secrets, 'signJob'>, jobId: string, name: string, envelope: JobEnvelope): void {
+  delete envelope.sig;
+  envelope.sig = secrets.signJob(signedText(jobId, name, envelope));
+}
+
+/**
+ * Whether a job's envelope is the one the API signed for this id and name. Its fields are serialised in the order they
+ * arrived (JSON keeps it), as they were when signed, so any added, removed or changed field breaks it.
+ */
+export function verifyEnvelope(secrets: Pick<Secrets, 'signJob'>, jobId: string, name: string, data: unknown): data is JobEnvelope {
+  if (data === null || typeof data !== 'object' || Array.isArray(data)) return false;
+  const { sig, ...rest } = data as JobEnvelope;
+  return typeof sig === 'string' && safeEqual(sig, secrets.signJob(signedText(jobId, name, rest)));
 }
 
 /**
@@ -44,6 +68,13 @@ export function resultRefOf(value: unknown): string | undefined {
   const ref = (value as { resultRef?: unknown }).resultRef;
   return typeof ref === 'string' ? ref : undefined;
 }
+
+/** Why a worker refuses a job whose envelope does not verify: not retried, since no retry makes it the API's. */
+export const unsignedJob = () =>
+  new AppError(403, 'This job was not made by the API (its signature does not verify): refused without running', {
+    code: 'job_not_signed',
+    retriable: false,
+  });
 
 /** The payload of a job, from the envelope (opening it when sealed) or from Postgres. */
 export async function loadPayload(db: Db, secrets: Pick<Secrets, 'decrypt'>, envelope: JobEnvelope): Promise<unknown> {

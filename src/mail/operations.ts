@@ -1,7 +1,9 @@
 // What the mail jobs do: read (live, fast, preview), purge, send, find a code; one at a time per mailbox.
 import type { z } from 'zod';
 import type { Platform } from '../platform.js';
-import { AppError, toAppError } from '../errors.js';
+import { getUser } from '../accounts/store.js';
+import { ROLE, USER_STATUS } from '../accounts/schema.js';
+import { AppError, forbidden, toAppError } from '../errors.js';
 import { extractCode, extractCodeAsync } from './codes.js';
 import { deleteAll, fetchMessages, listUids, mailboxPath, uidNextOf, waitForInbox, withImap } from './imap.js';
 import { withMailboxLock } from './lock.js';
@@ -17,15 +19,39 @@ const CODE_SCAN = 20;
 /** New messages fetched per fast read at most. */
 const FAST_FETCH_MAX = 500;
 
-async function loadAccount(p: Platform, accountId: number): Promise<store.MailAccount> {
+async function loadAccount(p: Platform, accountId: number, owner: number | null): Promise<store.MailAccount> {
   const row = await store.getAccountRow(p.db, accountId);
   if (!row) throw new AppError(404, 'The mail account was deleted', { code: 'unknown_account', retriable: false });
+  await checkMayUse(p, owner, row.owner_id);
   return store.openAccount(p.secrets, row);
 }
 
+const notYours = () => forbidden("The job's owner may not use this mail account", { code: 'account_not_yours', retriable: false });
+
+/**
+ * The role rule again, with today's roles, before a job touches an account: its owner's own accounts, and for an admin
+ * those of users below them. The API checked it when it made the job; this holds if that check ever misses.
+ */
+async function checkMayUse(p: Platform, owner: number | null, accountOwner: number): Promise<void> {
+  if (owner === null) throw notYours();
+  const user = await getUser(p.db, owner);
+  if (!user || user.status !== USER_STATUS.enabled)
+    throw forbidden('The user who submitted this job is disabled or gone', { code: 'user_disabled', retriable: false });
+  if (owner === accountOwner || user.role >= ROLE.root) return;
+  if (user.role < ROLE.admin) throw notYours();
+  const holder = await getUser(p.db, accountOwner);
+  if (holder && holder.role >= user.role) throw notYours();
+}
+
 /** Runs an operation on an account, under its lock, noting success or the error on the account. */
-async function onAccount<T>(p: Platform, accountId: number, lockWaitMs: number, fn: (account: store.MailAccount) => Promise<T>): Promise<T> {
-  const account = await loadAccount(p, accountId);
+async function onAccount<T>(
+  p: Platform,
+  owner: number | null,
+  accountId: number,
+  lockWaitMs: number,
+  fn: (account: store.MailAccount) => Promise<T>,
+): Promise<T> {
+  const account = await loadAccount(p, accountId, owner);
   try {
     const result = await withMailboxLock(p, accountId, lockWaitMs, () => fn(account));
     await store.recordUse(p.db, accountId, null);
@@ -41,10 +67,10 @@ function snippet(text: string | null): string {
   return (text ?? '').replace(/\s+/g, ' ').trim().slice(0, 200);
 }
 
-export async function fetchOp(p: Platform, job: z.output<typeof fetchPayload>): Promise<FetchResult> {
+export async function fetchOp(p: Platform, owner: number | null, job: z.output<typeof fetchPayload>): Promise<FetchResult> {
   const { accountId, mailbox } = job;
   let email = '';
-  const messages = await onAccount(p, accountId, LOCK_WAIT_MS, (account) => {
+  const messages = await onAccount(p, owner, accountId, LOCK_WAIT_MS, (account) => {
     email = account.email;
     return readMessages(p, account, job);
   });
@@ -85,9 +111,9 @@ async function readMessages(p: Platform, account: store.MailAccount, job: z.outp
   });
 }
 
-export async function purgeOp(p: Platform, job: z.output<typeof purgePayload>): Promise<PurgeResult> {
+export async function purgeOp(p: Platform, owner: number | null, job: z.output<typeof purgePayload>): Promise<PurgeResult> {
   const { accountId, mailbox } = job;
-  return onAccount(p, accountId, LOCK_WAIT_MS, (account) =>
+  return onAccount(p, owner, accountId, LOCK_WAIT_MS, (account) =>
     withImap(p, account, async (client) => {
       const path = await mailboxPath(client, mailbox);
       if (!path) return { email: account.email, mailbox, deleted: 0 };
@@ -103,12 +129,12 @@ export async function purgeOp(p: Platform, job: z.output<typeof purgePayload>): 
  * a retry after success answers from the record. A worker that dies mid-send leaves a 'sending'
  * record; the retry sends again with the same Message-ID (at least once, recognisable).
  */
-export async function sendOp(p: Platform, jobId: string, job: z.output<typeof sendPayload>): Promise<SendResult> {
-  const account = await loadAccount(p, job.accountId);
+export async function sendOp(p: Platform, owner: number | null, jobId: string, job: z.output<typeof sendPayload>): Promise<SendResult> {
+  const account = await loadAccount(p, job.accountId, owner);
   const domain = account.email.split('@')[1] ?? 'switchyard.local';
   const record = await store.beginSend(p.db, jobId, account.id, `<${jobId}@${domain}>`);
   if (record.status === 'sent' && record.result_json) return JSON.parse(record.result_json) as SendResult;
-  return onAccount(p, job.accountId, LOCK_WAIT_MS, async (acct) => {
+  return onAccount(p, owner, job.accountId, LOCK_WAIT_MS, async (acct) => {
     const result = await sendMail(p, acct, {
       to: job.to,
       cc: job.cc,
@@ -132,9 +158,9 @@ export function warmUp(): void {
  * The code of the newest matching message in INBOX and Junk. With `wait`, keeps watching — IDLE
  * on INBOX, a look at Junk every two seconds — until a new message with a code arrives.
  */
-export async function codeOp(p: Platform, job: z.output<typeof codePayload>): Promise<CodeResult> {
+export async function codeOp(p: Platform, owner: number | null, job: z.output<typeof codePayload>): Promise<CodeResult> {
   let email = '';
-  const found = await onAccount(p, job.accountId, LOCK_WAIT_MS, (account) => {
+  const found = await onAccount(p, owner, job.accountId, LOCK_WAIT_MS, (account) => {
     email = account.email;
     return findCode(p, account, job);
   });

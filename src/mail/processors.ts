@@ -14,8 +14,8 @@ export async function warmUpMail(): Promise<void> {
 }
 
 export const mailProcessors: ProcessorMap = {
-  'mail.fetch': async (payload, { platform }) => (await ops()).fetchOp(platform, payload),
-  'mail.purge': async (payload, { platform }) => (await ops()).purgeOp(platform, payload),
-  'mail.code': async (payload, { platform }) => (await ops()).codeOp(platform, payload),
-  'mail.send': async (payload, { platform, job }) => (await ops()).sendOp(platform, job.id!, payload),
+  'mail.fetch': async (payload, { platform, owner }) => (await ops()).fetchOp(platform, owner, payload),
+  'mail.purge': async (payload, { platform, owner }) => (await ops()).purgeOp(platform, owner, payload),
+  'mail.code': async (payload, { platform, owner }) => (await ops()).codeOp(platform, owner, payload),
+  'mail.send': async (payload, { platform, owner, job }) => (await ops()).sendOp(platform, owner, job.id!, payload),
 };
