@@ -71,7 +71,7 @@ export function resultRefOf(value: unknown): string | undefined {
 
 /** Why a worker refuses a job whose envelope does not verify: not retried, since no retry makes it the API's. */
 export const unsignedJob = () =>
-  new AppError(403, 'This job was not made by the API (its signature does not verify): refused without running', {
+  new AppError(403, "This job's signature does not verify (it was added or edited outside the API, or the API's SECRET_KEY is not this worker's): refused without running", {
     code: 'job_not_signed',
     retriable: false,
   });
