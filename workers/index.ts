@@ -129,7 +129,10 @@ async function dispatch(
   // Only jobs the API made, as it made them: one added or edited elsewhere (Bull Board, Redis) names an owner and
   // a payload nobody checked. Failed at once, not retried; logged without its data.
   if (!verifyEnvelope(p.secrets, job.id!, job.name, job.data)) {
-    p.log.error({ jobId: job.id, job: job.name, queue: job.queueName }, 'refused a job whose signature does not verify (added or edited outside the API, or signed under another SECRET_KEY)');
+    p.log.error(
+      { jobId: job.id, job: job.name, queue: job.queueName },
+      'refused a job whose signature does not verify (added or edited outside the API, or signed under another SECRET_KEY)',
+    );
     throw new UnrecoverableError(encodeFailure(unsignedJob()));
   }
   const owner = job.data.owner ?? null;

@@ -71,10 +71,14 @@ export function resultRefOf(value: unknown): string | undefined {
 
 /** Why a worker refuses a job whose envelope does not verify: not retried, since no retry makes it the API's. */
 export const unsignedJob = () =>
-  new AppError(403, "This job's signature does not verify (it was added or edited outside the API, or the API's SECRET_KEY is not this worker's): refused without running", {
-    code: 'job_not_signed',
-    retriable: false,
-  });
+  new AppError(
+    403,
+    "This job's signature does not verify (it was added or edited outside the API, or the API's SECRET_KEY is not this worker's): refused without running",
+    {
+      code: 'job_not_signed',
+      retriable: false,
+    },
+  );
 
 /** The payload of a job, from the envelope (opening it when sealed) or from Postgres. */
 export async function loadPayload(db: Db, secrets: Pick<Secrets, 'decrypt'>, envelope: JobEnvelope): Promise<unknown> {
