@@ -81,8 +81,10 @@ const envSchema = z.object({
       : [],
   ),
   SESSION_TTL_HOURS: int(24 * 7, 1, 24 * 365),
+  /** Failed logins of one username from one client address per window (src/accounts/auth.ts: refusal). */
   LOGIN_MAX_FAILURES: int(10, 1, 1000),
-  LOGIN_MAX_FAILURES_PER_IP: int(10, 1, 100_000),
+  LOGIN_MAX_FAILURES_PER_IP: int(100, 1, 100_000),
+  LOGIN_MAX_FAILURES_PER_USER: int(100, 1, 1_000_000),
   LOGIN_WINDOW_SECONDS: int(15 * 60, 1, 86_400),
   AUTH_CACHE_MS: int(2_000, 0, 60_000),
   WORKER_QUEUES: z

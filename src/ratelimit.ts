@@ -1,15 +1,17 @@
 // Attempt limits per key in fixed windows (login throttling), counted in Redis with an in-process fallback.
 import type { Redis } from './redis.js';
 
-export interface LimitedKey {
-  key: string;
-  max: number;
+/** One key's count after an attempt, and the seconds until its window ends. */
+export interface Counted {
+  count: number;
+  ttl: number;
 }
 
 /**
  * Counts every attempt before it is checked, atomically (INCR), so parallel attempts cannot all
- * slip under the limit: the (max+1)th concurrent attempt is refused even while the first ones are
- * still being verified. A successful attempt is taken back (`succeeded`), so in effect failures count.
+ * slip under a limit: the (max+1)th concurrent attempt sees a count over max even while the first
+ * ones are still being verified. A successful attempt is taken back (`succeeded`), so in effect
+ * failures count. What the counts mean (which limit, refused or not) is the caller's.
  */
 export class AttemptLimiter {
   private readonly local = new Map<string, { count: number; resetAt: number }>();
@@ -18,34 +20,25 @@ export class AttemptLimiter {
     private readonly redis: Redis,
     /** The Redis key of a limited key (see RedisKeys.of: on a cluster each lands in its own slot). */
     private readonly k: (key: string) => string,
-    private readonly windowSeconds: number,
+    readonly windowSeconds: number,
   ) {}
 
-  /**
-   * Counts one attempt against every key. Returns 0 when the attempt may go ahead, or the seconds
-   * until the first key over its limit frees up.
-   */
-  async attempt(limits: LimitedKey[]): Promise<number> {
-    let counts: { count: number; ttl: number }[];
+  /** Counts one attempt against every key; each key's window starts at its first attempt. */
+  async attempt(keys: string[]): Promise<Counted[]> {
     try {
       // One transaction per key: on a Redis Cluster the keys live in different slots, and a
       // transaction may only touch one.
-      counts = await Promise.all(
-        limits.map(async ({ key }) => {
+      return await Promise.all(
+        keys.map(async (key) => {
           const replies = (await this.redis.multi().incr(this.k(key)).expire(this.k(key), this.windowSeconds, 'NX').ttl(this.k(key)).exec()) ?? [];
           for (const [err] of replies) if (err) throw err;
-          return { count: Number(replies[0]?.[1] ?? 0), ttl: Number(replies[2]?.[1] ?? 0) };
+          const ttl = Number(replies[2]?.[1] ?? 0);
+          return { count: Number(replies[0]?.[1] ?? 0), ttl: ttl > 0 ? ttl : this.windowSeconds };
         }),
       );
     } catch {
-      counts = this.localAttempt(limits);
+      return this.localAttempt(keys);
     }
-    let wait = 0;
-    for (const [i, { max }] of limits.entries()) {
-      const { count, ttl } = counts[i]!;
-      if (count > max) wait = Math.max(wait, ttl > 0 ? ttl : this.windowSeconds);
-    }
-    return wait;
   }
 
   /** The attempt succeeded: it no longer counts against `giveBack`, and `clear` starts afresh. */
@@ -63,9 +56,9 @@ export class AttemptLimiter {
     }
   }
 
-  private localAttempt(limits: LimitedKey[]): { count: number; ttl: number }[] {
+  private localAttempt(keys: string[]): Counted[] {
     const now = Date.now();
-    return limits.map(({ key }) => {
+    return keys.map((key) => {
       let e = this.local.get(key);
       if (!e || e.resetAt <= now) this.local.set(key, (e = { count: 0, resetAt: now + this.windowSeconds * 1000 }));
       e.count++;

@@ -6,7 +6,7 @@ import type { Config } from '../config.js';
 import type { Db } from '../db.js';
 import { tooManyRequests, unauthorized, forbidden } from '../errors.js';
 import type { Logger } from '../log.js';
-import { AttemptLimiter, type LimitedKey } from '../ratelimit.js';
+import { AttemptLimiter, type Counted } from '../ratelimit.js';
 import { redisKeys, type Redis } from '../redis.js';
 import { randomAlnum, sha256Hex } from '../secrets.js';
 import { burnVerification, hashPassword, verifyPassword } from './passwords.js';
@@ -30,7 +30,7 @@ export interface Principal {
   sessionHash?: string;
 }
 
-/** Who attempts a password check: the limiter counts per client address and per username. */
+/** Who attempts a password check: the limiter counts per client address, per (username, address) and per username. */
 export interface Attempt {
   ip: string;
   userAgent?: string;
@@ -99,23 +99,36 @@ export class Authenticator {
   }
 
   /**
-   * The one password check, for the login form and HTTP Basic alike: 429 while the address or the
-   * username is over its failure limit, the same argon2 time for unknown users, and a failure
+   * The one password check, for the login form and HTTP Basic alike: 429 while a failure limit
+   * holds for this attempt (see refusal), the same argon2 time for unknown users, and a failure
    * counted for each wrong pair. Returns the user; says nothing about their status.
    */
   async checkPassword(username: string, password: string, attempt: Attempt): Promise<UserRow> {
-    const keys = this.limits(username, attempt);
-    // Counted before the check, atomically: parallel guesses cannot all pass under the limit.
-    const wait = await this.limiter.attempt(keys);
-    if (wait > 0) throw tooManyRequests(`Too many failed logins; try again in ${wait} s`, wait);
+    const keys = this.limitKeys(username, attempt);
+    // Counted before the check, atomically: parallel guesses cannot all pass under a limit.
+    const [fromIp, pair, name] = await this.limiter.attempt([keys.ip, keys.pair, keys.name]);
+    const refused = this.refusal(fromIp!, pair!, name!);
+    if (refused) throw tooManyRequests(`Too many failed logins ${refused.why}; try again in ${refused.wait} s`, refused.wait);
     const row = username ? await store.findUserByUsername(this.db, username) : undefined;
     const ok = row ? await verifyPassword(row.password_hash, password) : (await burnVerification(password), false);
     if (!row || !ok) throw unauthorized('Invalid username or password', { code: 'invalid_credentials' });
-    await this.limiter.succeeded(
-      keys.map((k) => k.key),
-      [],
-    );
+    await this.limiter.succeeded([keys.ip, keys.pair, keys.name], []);
     return row;
+  }
+
+  /**
+   * Which limit, if any, refuses an attempt, given the counts with it. One address: LOGIN_MAX_FAILURES_PER_IP
+   * across usernames, LOGIN_MAX_FAILURES for one username. One username from every address: past
+   * LOGIN_MAX_FAILURES_PER_USER, an address that has already tried it in the window waits, while one that has not
+   * still gets its attempt. So nobody locks another person out (the owner signs in from their own address while
+   * guesses from elsewhere are refused), and a botnet gets one guess per address per window (OWASP ASVS 2.2.1).
+   */
+  private refusal(fromIp: Counted, pair: Counted, name: Counted): { why: string; wait: number } | undefined {
+    const c = this.config;
+    if (fromIp.count > c.LOGIN_MAX_FAILURES_PER_IP) return { why: 'from your address', wait: fromIp.ttl };
+    if (pair.count > c.LOGIN_MAX_FAILURES) return { why: 'for this user from your address', wait: pair.ttl };
+    if (name.count > c.LOGIN_MAX_FAILURES_PER_USER && pair.count > 1) return { why: 'for this user from many addresses, yours included', wait: pair.ttl };
+    return undefined;
   }
 
   /**
@@ -148,8 +161,9 @@ export class Authenticator {
   async login(username: string, password: string, attempt: Attempt): Promise<{ user: UserRow; sid: string; expiresAt: Date }> {
     const row = await this.checkPassword(username, password, attempt);
     if (row.status !== USER_STATUS.enabled) throw forbidden('User is disabled', { code: 'user_disabled' });
-    // A good login clears its username's count (the address keeps its own).
-    await this.limiter.succeeded([], [this.usernameLimitKey(username)]);
+    // A good login clears this address's count for the username. The username's own count stays: the owner signing
+    // in must not reopen the door to the addresses that were guessing.
+    await this.limiter.succeeded([], [this.limitKeys(username, attempt).pair]);
     const sid = crypto.randomBytes(32).toString('base64url');
     const expiresAt = new Date(Date.now() + this.config.SESSION_TTL_HOURS * 3_600_000);
     await store.createSession(this.db, { idHash: sha256Hex(sid), userId: row.id, expiresAt, ip: attempt.ip, userAgent: attempt.userAgent });
@@ -187,16 +201,9 @@ export class Authenticator {
       );
   }
 
-  /** The username's counter, under the same normalisation as lookups and uniqueness. */
-  private usernameLimitKey(username: string): string {
-    return `user:${usernameKey(username)}`;
-  }
-
-  /** Failed-login counters: one per client address, one per username. */
-  private limits(username: string, attempt: Attempt): LimitedKey[] {
-    return [
-      { key: `ip:${attempt.ip}`, max: this.config.LOGIN_MAX_FAILURES_PER_IP },
-      { key: this.usernameLimitKey(username), max: this.config.LOGIN_MAX_FAILURES },
-    ];
+  /** Failed-login counters: per client address, per (username, address), per username (normalised as for lookups). */
+  private limitKeys(username: string, attempt: Attempt): { ip: string; pair: string; name: string } {
+    const name = usernameKey(username);
+    return { ip: `ip:${attempt.ip}`, pair: `pair:${name}@${attempt.ip}`, name: `user:${name}` };
   }
 }

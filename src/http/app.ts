@@ -24,7 +24,9 @@ import { consoleMiddleware } from './console.js';
 import type { ApiRouter, Endpoint } from './route.js';
 
 export function createApp(p: Platform): Koa {
-  const app = new Koa({ proxy: p.config.TRUST_PROXY, keys: p.secrets.cookieKeys });
+  // Behind a proxy, the client is the last X-Forwarded-For entry (what the proxy in front of us saw): earlier ones are
+  // whatever the client wrote, and per-address login limits must not be dodged by writing another one each time.
+  const app = new Koa({ proxy: p.config.TRUST_PROXY, maxIpsCount: 1, keys: p.secrets.cookieKeys });
   app.silent = true;
   app.on('error', (err) => p.log.debug({ err }, 'koa error event'));
 

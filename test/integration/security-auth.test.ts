@@ -8,9 +8,11 @@ import { createPlatform, type Platform } from '../../src/platform.js';
 import { serveMetrics } from '../../src/metrics.js';
 import { freePort } from '../helpers/redis-server.js';
 import { HttpClient } from '../helpers/http.js';
-import { startTestApp, type TestApp } from '../helpers/services.js';
+import { ROOT_PASSWORD, startTestApp, type TestApp } from '../helpers/services.js';
 
 const AUTH_CACHE_MS = 300;
+/** Lower than the defaults (100 and 100), to reach them in a few seconds. */
+const LOGIN = { LOGIN_MAX_FAILURES_PER_USER: 20, LOGIN_MAX_FAILURES_PER_IP: 30 };
 const METRICS_TOKEN = 'metrics-token-0123456789abcdef';
 let t: TestApp;
 
@@ -27,7 +29,16 @@ const basic = (username: string, password: string) => ({ authorization: `Basic $
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 beforeAll(async () => {
-  t = await startTestApp({ workers: false, env: { TRUST_PROXY: 'true', AUTH_CACHE_MS: String(AUTH_CACHE_MS), METRICS_TOKEN } });
+  t = await startTestApp({
+    workers: false,
+    env: {
+      TRUST_PROXY: 'true',
+      AUTH_CACHE_MS: String(AUTH_CACHE_MS),
+      METRICS_TOKEN,
+      LOGIN_MAX_FAILURES_PER_USER: String(LOGIN.LOGIN_MAX_FAILURES_PER_USER),
+      LOGIN_MAX_FAILURES_PER_IP: String(LOGIN.LOGIN_MAX_FAILURES_PER_IP),
+    },
+  });
 });
 afterAll(async () => {
   await t?.close();
@@ -98,29 +109,87 @@ describe('state-changing GETs authenticated by the session cookie', () => {
   });
 });
 
-describe('the login limiter', () => {
-  it('counts parallel guesses before checking them: of 40 at once, at most 10 are checked', async () => {
+describe(`the login limiter (here: ${LOGIN.LOGIN_MAX_FAILURES_PER_USER} failures per username, ${LOGIN.LOGIN_MAX_FAILURES_PER_IP} per address)`, () => {
+  // A new client each time: a login that succeeds must not leave its cookie on a shared one.
+  const login = (username: string, password: string, from: string) =>
+    new HttpClient(t.url).post('/api/user/login', { username, password }, { 'x-forwarded-for': from });
+
+  it('an attacker past 10 failures from one address gets 429 there, right password included, while the owner signs in from another address', async () => {
+    await user('lockout-victim');
+    for (let i = 0; i < 10; i++) expect((await login('lockout-victim', `wrong-${i}`, '198.18.2.1')).status).toBe(401);
+    const refused = await login('lockout-victim', 'lockout-victim-password', '198.18.2.1');
+    expect(refused.status).toBe(429);
+    expect(refused.body.message).toMatch(/for this user from your address/);
+    expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(800);
+    expect((await login('lockout-victim', 'lockout-victim-password', '198.18.2.2')).status).toBe(200);
+  });
+
+  it('root too: 10 wrong passwords for root do not lock root out of another address', async () => {
+    for (let i = 0; i < 11; i++) await login('root', `wrong-${i}`, '198.18.3.1');
+    expect((await login('root', 'wrong-again', '198.18.3.1')).status).toBe(429);
+    expect((await login('root', ROOT_PASSWORD, '198.18.3.2')).status).toBe(200);
+  });
+
+  it('guesses from many addresses past the per-username limit: addresses that failed wait, the owner still gets in from a clean address', async () => {
+    await user('botnet-victim');
+    const perUser = LOGIN.LOGIN_MAX_FAILURES_PER_USER;
+    const from = (i: number) => `198.18.4.${i + 1}`;
+    for (let i = 0; i < perUser + 5; i++) expect((await login('botnet-victim', `wrong-${i}`, from(i))).status, `address ${i}`).toBe(401);
+    // Past the limit: an address that already failed for this username waits, though it is far below its own 10.
+    const again = await login('botnet-victim', 'wrong-again', from(0));
+    expect(again.status).toBe(429);
+    expect(again.body.message).toMatch(/from many addresses/);
+    // A fresh address gets one guess, then waits too.
+    expect((await login('botnet-victim', 'wrong-fresh', '198.18.5.1')).status).toBe(401);
+    expect((await login('botnet-victim', 'wrong-fresh-2', '198.18.5.1')).status).toBe(429);
+    // The owner's right password from an address with no failures is never refused, and signing in reopens nothing.
+    const owner = await login('botnet-victim', 'botnet-victim-password', '198.18.6.1');
+    expect(owner.status, owner.text).toBe(200);
+    expect((await login('botnet-victim', 'wrong-after', from(1))).status).toBe(429);
+  });
+
+  it('counts parallel guesses before checking them: of 40 at once from one address, at most 10 are checked', async () => {
     await user('parallel-victim');
-    const guesses = await Promise.all(
-      Array.from({ length: 40 }, (_, i) =>
-        t.anon.post('/api/user/login', { username: 'parallel-victim', password: `wrong-${i}` }, { 'x-forwarded-for': `198.18.0.${i + 1}` }),
-      ),
-    );
+    const guesses = await Promise.all(Array.from({ length: 40 }, (_, i) => login('parallel-victim', `wrong-${i}`, '198.18.0.1')));
     const statuses = guesses.map((g) => g.status);
     expect(statuses.filter((s) => s === 401).length).toBeLessThanOrEqual(10);
     expect(statuses.filter((s) => s === 429).length).toBeGreaterThanOrEqual(30);
     expect(new Set(statuses)).toEqual(new Set([401, 429]));
   });
 
+  it(`limits one address across usernames: of ${LOGIN.LOGIN_MAX_FAILURES_PER_IP + 10} guesses at as many names at once, at most ${LOGIN.LOGIN_MAX_FAILURES_PER_IP} are checked`, async () => {
+    const perIp = LOGIN.LOGIN_MAX_FAILURES_PER_IP;
+    const guesses = await Promise.all(Array.from({ length: perIp + 10 }, (_, i) => login(`sprayed-${i}`, 'Password1!', '198.18.7.1')));
+    const statuses = guesses.map((g) => g.status);
+    expect(statuses.filter((s) => s === 401).length).toBeLessThanOrEqual(perIp);
+    expect(statuses.filter((s) => s === 429).length).toBeGreaterThanOrEqual(10);
+    expect(guesses.find((g) => g.status === 429)!.body.message).toMatch(/from your address/);
+  });
+
+  it('an address is the last X-Forwarded-For entry (what our proxy saw): the entries a client writes before it change nothing', async () => {
+    const perIp = LOGIN.LOGIN_MAX_FAILURES_PER_IP;
+    for (let i = 0; i < perIp; i++) {
+      const res = await new HttpClient(t.url).post(
+        '/api/user/login',
+        { username: `forged-${i}`, password: 'x' },
+        { 'x-forwarded-for': `203.0.113.${i + 1}, 198.18.8.1` },
+      );
+      expect(res.status).toBe(401);
+    }
+    const next = await new HttpClient(t.url).post(
+      '/api/user/login',
+      { username: 'forged-next', password: 'x' },
+      { 'x-forwarded-for': '203.0.113.250, 198.18.8.1' },
+    );
+    expect(next.status).toBe(429);
+  });
+
   it('cannot be sidestepped by a username that Postgres and JavaScript lower-case differently (İ)', async () => {
     await user('ivan');
-    for (let i = 0; i < 10; i++) {
-      expect((await t.anon.post('/api/user/login', { username: 'ivan', password: `wrong-${i}` }, { 'x-forwarded-for': `198.18.1.${i + 1}` })).status).toBe(401);
-    }
+    for (let i = 0; i < 10; i++) expect((await login('ivan', `wrong-${i}`, '198.18.1.1')).status).toBe(401);
     // Postgres lower-cases 'İvan' to 'ivan'; JavaScript to 'i̇van' (i + combining dot). It must not be a second door.
-    const dotted = await t.anon.post('/api/user/login', { username: 'İvan', password: 'ivan-password' }, { 'x-forwarded-for': '198.18.1.100' });
-    expect(dotted.status).toBe(401);
-    expect((await t.anon.post('/api/user/login', { username: 'IVAN', password: 'ivan-password' }, { 'x-forwarded-for': '198.18.1.101' })).status).toBe(429);
+    expect((await login('İvan', 'ivan-password', '198.18.1.1')).status).toBe(401);
+    expect((await login('IVAN', 'ivan-password', '198.18.1.1')).status).toBe(429);
   });
 });
 
