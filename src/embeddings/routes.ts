@@ -13,9 +13,9 @@ import { billedUpstreamCall, type UpstreamVectors, vectorCache } from './upstrea
 import type { HotVectors } from './store.js';
 import { costOf, LOCAL_MODELS, resolveModel } from './models.js';
 import { LOCAL_HASH_MODEL } from './local-hash.js';
-import { embeddingsBody, embeddingsResponseView, floatsBoundError, MAX_INPUT_TOKENS, MAX_REQUEST_TOKENS, parseEmbeddingsRequest } from './schema.js';
-import { countWithin } from './tokenizer.js';
-import { loadUseLiteTokenizer, USE_LITE_MAX_REQUEST_PIECES, USE_LITE_MAX_TOKENS, USE_LITE_MODEL } from './use-lite-text.js';
+import { embeddingsBody, embeddingsResponseView, floatsBoundError, parseEmbeddingsRequest } from './schema.js';
+import { countInputs } from './input-limits.js';
+import { loadUseLiteTokenizer, USE_LITE_MODEL } from './use-lite-text.js';
 
 const CREATED = 1_767_225_600; // 2026-01-01, the "created" of the built-in models
 
@@ -50,45 +50,11 @@ export function embeddingsRouter(p: Platform): ApiRouter {
       if (tooMuch) throw tooMuch;
     }
 
-    const tokens: number[] = new Array(req.inputs.length);
     // use-lite counts (and reads) its own pieces, at most USE_LITE_MAX_TOKENS per input; only its tokenizer loads here, never the model.
-    const pieces = model.name === USE_LITE_MODEL ? await loadUseLiteTokenizer() : null;
-    let total = 0;
-    for (let i = 0; i < req.inputs.length; i++) {
-      const n = countWithin(req.inputs[i]!, MAX_INPUT_TOKENS);
-      if (n === false) {
-        throw badRequest(`This model's maximum context length is ${MAX_INPUT_TOKENS} tokens, but input[${i}] is longer. Shorten it.`, {
-          param: `input[${i}]`,
-          code: 'context_length_exceeded',
-        });
-      }
-      tokens[i] = n;
-      if (pieces) {
-        const why = req.allowUnsupportedText ? null : pieces.unsupported(req.inputs[i]!);
-        if (why) {
-          throw badRequest(
-            `input[${i}] is ${why}, which ${USE_LITE_MODEL} (an English model) does not know: its vector would be noise. Use local-hash-v1 or an upstream model for it, or send "allow_unsupported_text": true to embed it anyway.`,
-            { param: `input[${i}]`, code: 'unsupported_text' },
-          );
-        }
-        tokens[i] = pieces.tokenize(req.inputs[i]!).count;
-      }
-      total += n;
-      if (total > MAX_REQUEST_TOKENS)
-        throw badRequest(`The request has more than ${MAX_REQUEST_TOKENS} tokens in all; send fewer inputs per request.`, {
-          param: 'input',
-          code: 'max_tokens_per_request',
-        });
-    }
-
+    const useLite = model.name === USE_LITE_MODEL ? { pieces: await loadUseLiteTokenizer(), allowUnsupportedText: req.allowUnsupportedText } : null;
+    const tokens = await countInputs(req.inputs, useLite);
     // What the call is charged for: its usage, which for use-lite counts its own pieces (not cl100k's tokens).
     const billed = tokens.reduce((a, b) => a + b, 0);
-    // use-lite's cost is in its pieces (~0.6–0.8 ms of one core each): one request may not hold the model for more than ~10–13 s.
-    if (pieces && billed > USE_LITE_MAX_REQUEST_PIECES)
-      throw badRequest(
-        `The request has more than ${USE_LITE_MAX_REQUEST_PIECES} ${USE_LITE_MODEL} pieces in all (each input counts its pieces, at most ${USE_LITE_MAX_TOKENS}); send fewer inputs per request.`,
-        { param: 'input', code: 'max_tokens_per_request' },
-      );
 
     // Who pays, and who called what, for the call's consume or error row (src/logs).
     const payer = { userId: principal.user.id, token: { id: token.id, unlimited: token.unlimited_quota } };

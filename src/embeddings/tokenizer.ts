@@ -30,12 +30,19 @@ function pieces(text: string): string[] {
   return out;
 }
 
+/** Characters handed to the BPE so far in this process (tests check that refusals stop counting at the limit). */
+export const counted = { chars: 0 };
+
 /** Tokens in `text`, or false as soon as it passes `limit` (long inputs are not fully encoded). */
 export function countWithin(text: string, limit: number): number | false {
   const parts = pieces(text);
-  if (parts.length === 1) return isWithinTokenLimit(text, limit, AS_TEXT);
+  if (parts.length === 1) {
+    counted.chars += text.length;
+    return isWithinTokenLimit(text, limit, AS_TEXT);
+  }
   let total = 0;
   for (const part of parts) {
+    counted.chars += part.length;
     const n = isWithinTokenLimit(part, limit - total, AS_TEXT);
     if (n === false) return false;
     total += n;

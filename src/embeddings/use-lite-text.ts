@@ -27,6 +27,8 @@ export interface Tokenized {
   count: number;
   /** True when the text had more pieces than the limit and was cut. */
   truncated: boolean;
+  /** Characters of the text the pieces were read from: all of it, or (cut) a prefix ending before a space. */
+  read: number;
 }
 
 export interface UseLiteTokenizer {
@@ -119,9 +121,19 @@ export function useLiteTokenizer(vocabulary: readonly VocabularyEntry[], maxToke
   const empty = encoder.encode(' ').slice(0, 1); // '▁'
   return {
     tokenize(text) {
-      const all = encoder.encode(text);
+      // Only the first maxTokens pieces are used, so only a prefix is read: no piece crosses a word boundary (a space),
+      // so the pieces of a prefix that ends before a space are the text's own. A piece is at most 16 characters, so 32
+      // per piece is almost always enough at once; runs of unknown characters (one piece however long) may need more.
+      let read = text.length;
+      let all: number[];
+      for (let want = maxTokens * 32; ; want *= 4) {
+        const space = want < text.length ? text.indexOf(' ', want) : -1;
+        read = space < 0 ? text.length : space;
+        all = encoder.encode(read < text.length ? text.slice(0, read) : text);
+        if (read === text.length || all.length > maxTokens) break;
+      }
       const ids = all.length === 0 ? empty.slice() : all.length > maxTokens ? all.slice(0, maxTokens) : all;
-      return { ids, count: ids.length, truncated: all.length > maxTokens };
+      return { ids, count: ids.length, truncated: all.length > maxTokens, read };
     },
     unsupported: (text) => unsupportedText(encoder, text),
   };
