@@ -11,6 +11,7 @@ import * as m008 from './008_quota_functions.js';
 import * as m009 from './009_ledger.js';
 import * as m010 from './010_embeddings_functions.js';
 import * as m011 from './011_settle_what_was_taken.js';
+import * as m012 from './012_channel_creator.js';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -29,6 +30,7 @@ const migrations: [string, Migration][] = [
   ['009_ledger', m009],
   ['010_embeddings_functions', m010],
   ['011_settle_what_was_taken', m011],
+  ['012_channel_creator', m012],
 ];
 
 export const migrationSource: Knex.MigrationSource<string> = {

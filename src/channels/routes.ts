@@ -26,9 +26,9 @@ export function channelsRouter(p: Platform): ApiRouter {
   }
 
   async function list(ctx: Context) {
-    await admin(ctx);
+    const { user: me } = await admin(ctx);
     const q = parse(pageQuery, ctx.query);
-    const { rows, total } = await store.listChannels(p.db, { offset: q.p * q.page_size, limit: q.page_size, keyword: q.keyword });
+    const { rows, total } = await store.listChannels(p.db, me, { offset: q.p * q.page_size, limit: q.page_size, keyword: q.keyword });
     envelopeList(ctx, rows.map(publicChannel), total);
   }
   const listed = ok('envelope with channels (keys as hints); X-Total-Count', envelopeOf(z.array(channelView)));
@@ -53,7 +53,7 @@ export function channelsRouter(p: Platform): ApiRouter {
     const principal = await admin(ctx);
     const body = parse(createChannelBody, ctx.request.body ?? {});
     await vetBaseUrl(body.base_url);
-    const row = await store.createChannel(p.db, p.secrets, body);
+    const row = await store.createChannel(p.db, p.secrets, body, principal.user.id);
     p.channels.invalidate();
     // What was made, never the key.
     await insertLogs(p.db, [
@@ -63,8 +63,8 @@ export function channelsRouter(p: Platform): ApiRouter {
   });
 
   router.endpoint({ method: 'get', path: '/api/channel/:id', summary: 'One channel', auth: 'admin', responses: { 200: one, 404: 'unknown' } }, async (ctx) => {
-    await admin(ctx);
-    const row = await store.getChannel(p.db, parse(idParam, ctx.params.id, { param: 'id' }));
+    const { user: me } = await admin(ctx);
+    const row = await store.getChannel(p.db, me, parse(idParam, ctx.params.id, { param: 'id' }));
     if (!row) throw notFound('Channel not found');
     envelope(ctx, publicChannel(row));
   });
@@ -73,7 +73,7 @@ export function channelsRouter(p: Platform): ApiRouter {
     const principal = await admin(ctx);
     const raw = (ctx.request.body ?? {}) as Record<string, unknown>;
     const body = parse(updateChannelBody, { ...raw, id: id ?? raw.id });
-    const current = await store.getChannel(p.db, body.id);
+    const current = await store.getChannel(p.db, principal.user, body.id);
     if (body.base_url !== undefined) {
       if (!current) throw notFound('Channel not found');
       // Otherwise the stored key would be sent to a host of the caller's choosing.
@@ -82,7 +82,7 @@ export function channelsRouter(p: Platform): ApiRouter {
       }
       await vetBaseUrl(body.base_url);
     }
-    const row = await store.updateChannel(p.db, p.secrets, body);
+    const row = await store.updateChannel(p.db, p.secrets, principal.user, body);
     if (!row) throw notFound('Channel not found');
     p.channels.invalidate();
     // Which fields changed; the key only as "replaced".
@@ -113,7 +113,7 @@ export function channelsRouter(p: Platform): ApiRouter {
     async (ctx) => {
       const principal = await admin(ctx);
       const channelId = parse(idParam, ctx.params.id, { param: 'id' });
-      if (!(await store.deleteChannel(p.db, channelId))) throw notFound('Channel not found');
+      if (!(await store.deleteChannel(p.db, principal.user, channelId))) throw notFound('Channel not found');
       p.channels.invalidate();
       await insertLogs(p.db, [adminActionEntry(principal.user, `Deleted channel #${channelId}`, { channelId })]);
       envelope(ctx);

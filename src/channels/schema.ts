@@ -116,6 +116,8 @@ export interface ChannelRow {
   used_quota: number;
   created_time: number;
   updated_time: number;
+  /** Who made it; null: root's (made before this was recorded, or its maker was deleted). */
+  created_by: number | null;
 }
 
 /** A channel as the API shows it: the key only as a hint, never again in full. */

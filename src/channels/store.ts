@@ -1,6 +1,8 @@
 // Channel queries: create, change, list, auto-disable, usage. Keys are stored encrypted.
 import type { z } from 'zod';
 import { escapeLike, type Db } from '../db.js';
+import { ROLE } from '../accounts/schema.js';
+import { ownOrBelow, type Viewer } from '../accounts/store.js';
 import type { Secrets } from '../secrets.js';
 import { CHANNEL_STATUS, type ChannelRow, type createChannelBody, type updateChannelBody } from './schema.js';
 import { systemEntry } from '../logs/entries.js';
@@ -9,16 +11,26 @@ import { insertLogs } from '../logs/store.js';
 const keyHint = (key: string) => (key.length <= 8 ? '*'.repeat(key.length) : `${key.slice(0, 3)}${'*'.repeat(8)}${key.slice(-4)}`);
 const nowSeconds = () => Math.floor(Date.now() / 1000);
 
-export async function createChannel(db: Db, secrets: Secrets, input: z.output<typeof createChannelBody>): Promise<ChannelRow> {
+/**
+ * The role rule on channels: root sees and acts on every one; an admin on their own and those made by users below their
+ * role (a demoted admin's), not root's or another admin's. Routing (directory.ts) uses every channel whoever made it.
+ */
+function channelsVisibleTo(db: Db, viewer: Viewer) {
+  const q = db<ChannelRow>('channels');
+  return viewer.role >= ROLE.root ? q : q.where(ownOrBelow(db, 'created_by', viewer));
+}
+
+/** `creatorId` null: root's. */
+export async function createChannel(db: Db, secrets: Secrets, input: z.output<typeof createChannelBody>, creatorId: number | null = null): Promise<ChannelRow> {
   const { key, ...rest } = input;
   const now = nowSeconds();
   const [row] = await db<ChannelRow>('channels')
-    .insert({ ...rest, key_enc: secrets.encrypt(key), key_hint: keyHint(key), created_time: now, updated_time: now })
+    .insert({ ...rest, key_enc: secrets.encrypt(key), key_hint: keyHint(key), created_time: now, updated_time: now, created_by: creatorId })
     .returning('*');
   return row!;
 }
 
-export async function updateChannel(db: Db, secrets: Secrets, input: z.output<typeof updateChannelBody>): Promise<ChannelRow | undefined> {
+export async function updateChannel(db: Db, secrets: Secrets, viewer: Viewer, input: z.output<typeof updateChannelBody>): Promise<ChannelRow | undefined> {
   const { id, key, ...rest } = input;
   const patch: Record<string, unknown> = { updated_time: nowSeconds() };
   for (const [k, v] of Object.entries(rest)) if (v !== undefined) patch[k] = v;
@@ -31,18 +43,18 @@ export async function updateChannel(db: Db, secrets: Secrets, input: z.output<ty
     patch.status_reason = null;
     if (!rest.status) patch.status = CHANNEL_STATUS.enabled;
   }
-  const [row] = await db<ChannelRow>('channels').where({ id }).update(patch).returning('*');
+  const [row] = await channelsVisibleTo(db, viewer).where({ id }).update(patch).returning('*');
   return row;
 }
 
-export const getChannel = (db: Db, id: number) => db<ChannelRow>('channels').where({ id }).first();
+export const getChannel = (db: Db, viewer: Viewer, id: number) => channelsVisibleTo(db, viewer).where({ id }).first();
 
-export async function deleteChannel(db: Db, id: number): Promise<boolean> {
-  return (await db('channels').where({ id }).delete().returning('id')).length > 0;
+export async function deleteChannel(db: Db, viewer: Viewer, id: number): Promise<boolean> {
+  return (await channelsVisibleTo(db, viewer).where({ id }).delete().returning('id')).length > 0;
 }
 
-export async function listChannels(db: Db, opts: { offset: number; limit: number; keyword?: string }) {
-  const base = db<ChannelRow>('channels');
+export async function listChannels(db: Db, viewer: Viewer, opts: { offset: number; limit: number; keyword?: string }) {
+  const base = channelsVisibleTo(db, viewer);
   if (opts.keyword) {
     const like = `%${escapeLike(opts.keyword)}%`;
     base.where((q) => q.whereILike('name', like).orWhereILike('models', like));

@@ -48,6 +48,7 @@ for (const embedded of [false, true]) {
           '009_ledger',
           '010_embeddings_functions',
           '011_settle_what_was_taken',
+          '012_channel_creator',
         ]);
         for (const t of TABLES) expect(await db.schema.hasTable(t), t).toBe(true);
         // The counters' triggers work right after migrating.

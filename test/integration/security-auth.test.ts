@@ -295,6 +295,46 @@ describe('the role rule', () => {
     expect((await adminA.get(`/api/redemption/${dCode}`)).body.data.name).toBe('rr-d');
   });
 
+  it("an admin sees, changes and deletes only their own channels and those of users below them: not root's, another admin's or the ones from before makers were recorded", async () => {
+    const adminA = await user('channels-admin-a', 10);
+    const adminB = await user('channels-admin-b', 10);
+    const make = async (c: HttpClient, name: string) => {
+      const res = await c.post('/api/channel/', { name, base_url: 'http://127.0.0.1:9', key: 'sk-upstream-key', models: 'm', price: 1 });
+      expect(res.status, res.text).toBe(201);
+      return res.body.data.id as number;
+    };
+    const rootChannel = await make(t.root, 'ch-root');
+    const bChannel = await make(adminB, 'ch-b');
+    const aChannel = await make(adminA, 'ch-a');
+    // Made before channels recorded their maker: root's.
+    const legacy = await make(adminA, 'ch-legacy');
+    await t.platform.db('channels').where({ id: legacy }).update({ created_by: null });
+    const names = async (c: HttpClient) => (await c.get('/api/channel/?page_size=100')).body.data.map((ch: { name: string }) => ch.name);
+
+    expect(await names(adminA)).toEqual(['ch-a']);
+    expect((await adminA.get('/api/channel/search?keyword=ch-')).body.data.map((ch: { name: string }) => ch.name)).toEqual(['ch-a']);
+    for (const other of [rootChannel, bChannel, legacy]) {
+      expect((await adminA.get(`/api/channel/${other}`)).status).toBe(404);
+      expect((await adminA.put('/api/channel/', { id: other, price: 0 })).status).toBe(404);
+      expect((await adminA.put(`/api/channel/${other}`, { status: 2 })).status).toBe(404);
+      expect((await adminA.delete(`/api/channel/${other}`)).status).toBe(404);
+    }
+    expect(await t.platform.db('channels').whereIn('id', [rootChannel, bChannel, legacy]).orderBy('id').select('price', 'status')).toEqual([
+      { price: 1, status: 1 },
+      { price: 1, status: 1 },
+      { price: 1, status: 1 },
+    ]);
+    // Their own they change and delete; root does any.
+    expect((await adminA.put('/api/channel/', { id: aChannel, price: 0 })).body.data.price).toBe(0);
+    expect((await adminA.delete(`/api/channel/${aChannel}`)).status).toBe(200);
+    expect(await names(t.root)).toEqual(expect.arrayContaining(['ch-root', 'ch-b', 'ch-legacy']));
+    expect((await t.root.put('/api/channel/', { id: bChannel, price: 2 })).body.data.price).toBe(2);
+    expect((await t.root.delete(`/api/channel/${legacy}`)).status).toBe(200);
+    // A demoted admin's channels are the admins' to manage.
+    expect((await t.root.put(`/api/user/${await idOf('channels-admin-b')}`, { role: 1 })).status).toBe(200);
+    expect((await adminA.put('/api/channel/', { id: bChannel, price: 3 })).body.data.price).toBe(3);
+  });
+
   it("an admin neither sees nor deletes root's mail accounts, but does a common user's", async () => {
     const admin = await user('mail-admin', 10);
     const common = await user('mail-common');
