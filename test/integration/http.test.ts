@@ -5,9 +5,10 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, parseConfig } from '../../src/config.js';
 import { documentedEndpoints } from '../../src/http/app.js';
+import { DRAIN_FACTOR } from '../../src/http/body.js';
 import { HttpClient } from '../helpers/http.js';
 import { ROOT_PASSWORD, startTestApp, type TestApp } from '../helpers/services.js';
-import { ROOT_DIR } from '../helpers/spawn.js';
+import { ROOT_DIR, spawnServer } from '../helpers/spawn.js';
 
 let t: TestApp;
 
@@ -117,24 +118,69 @@ describe('errors are JSON in the area shape', () => {
     expect(res.body).toMatchObject({ success: false, message: expect.stringMatching(/too large/) });
   });
 
-  it('a declared Content-Length over the limit is 413 before the body is sent', async () => {
+  it('every Node fetch() of a 12 MB body gets the 413 JSON, none a broken pipe, whole or streamed: the server reads and drops the rest before it answers', async () => {
+    // The server in a process of its own, as in use: in this one it could not answer while fetch() is busy sending.
+    const api = await spawnServer(['api'], t.testEnv.env);
+    const body = JSON.stringify({ source: 's', url: 'https://example.com/big', summary: 's', score: 5, content: 'y'.repeat(12 * 1024 * 1024) });
+    /** The same body as a stream of 256 KB pieces (sent chunked), each after a turn of the event loop: a client still sending. */
+    const streamed = () => {
+      let at = 0;
+      return new ReadableStream<Uint8Array>({
+        async pull(c) {
+          await new Promise((r) => setImmediate(r));
+          if (at >= body.length) return c.close();
+          c.enqueue(Buffer.from(body.slice(at, (at += 256 * 1024))));
+        },
+      });
+    };
+    const post = async (i: number) => {
+      try {
+        const init = { method: 'POST', headers: { 'content-type': 'application/json', authorization: 'Bearer nobody' }, duplex: 'half' } as RequestInit;
+        const res = await fetch(`${api.url}/api/content`, { ...init, body: i % 2 ? streamed() : body });
+        return `${res.status} ${res.headers.get('content-type')} ${JSON.stringify(await res.json())}`;
+      } catch (err) {
+        const e = err as Error & { cause?: { code?: string } };
+        return `${e.message} ${e.cause?.code ?? ''}`;
+      }
+    };
+    // One after another, then all at once (the server busy with the others while each still sends).
+    const outcomes: string[] = [];
+    try {
+      for (let i = 0; i < 12; i++) outcomes.push(await post(i));
+      outcomes.push(...(await Promise.all(Array.from({ length: 12 }, (_, i) => post(i)))));
+    } finally {
+      await api.stop();
+    }
     const limit = t.config.BODY_LIMIT_BYTES;
-    const total = limit + 2 * 1024 * 1024;
+    expect(outcomes).toEqual(Array(24).fill(`413 application/json; charset=utf-8 {"error":"Request body too large (limit ${limit} bytes)"}`));
+  });
+
+  it('an unsupported content type is 415 to fetch() too, its 8 MB body read and dropped first', async () => {
+    for (let i = 0; i < 4; i++) {
+      const res = await fetch(`${t.url}/api/user/login`, { method: 'POST', headers: { 'content-type': 'application/xml' }, body: 'y'.repeat(8 * 1024 * 1024) });
+      expect(res.status).toBe(415);
+      expect(((await res.json()) as { success: boolean }).success).toBe(false);
+    }
+  });
+
+  it('a declared Content-Length past the drain bound (4 × the limit) is 413 at once, before the body is sent', async () => {
+    const limit = t.config.BODY_LIMIT_BYTES;
+    const total = DRAIN_FACTOR * limit + 1;
     const head = `POST /api/user/login HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: ${total}\r\n\r\n`;
-    // 64 KB of the 12 MB, then silence: a server that waits for the body never answers.
+    // 64 KB of the 40 MB, then silence: a server that waits for the body never answers.
     const res = await uploadUntilAnswered(head, total, { pauseAfter: 64 * 1024, timeoutMs: 5_000 });
     expect(res).toEqual({ status: 413, sent: 64 * 1024, closedBeforeEnd: true });
   });
 
-  it('a chunked body is cut off with 413 once it passes the limit, long before the client has sent it all', async () => {
+  it('a chunked body that goes on past the drain bound is cut off with 413: the server stops reading there, not at the end of the 400 MB', async () => {
     const limit = t.config.BODY_LIMIT_BYTES;
-    const total = 6 * limit;
+    const total = 40 * limit;
     const head = 'POST /api/user/login HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n';
-    const res = await uploadUntilAnswered(head, total, { chunked: true, timeoutMs: 20_000 });
+    const res = await uploadUntilAnswered(head, total, { chunked: true, timeoutMs: 30_000 });
     expect(res.status).toBe(413);
-    expect(res.sent).toBeGreaterThan(limit);
-    // What the client had written when the answer came: the limit plus what socket buffers held, not the 60 MB.
-    expect(res.sent).toBeLessThan(3 * limit);
+    expect(res.sent).toBeGreaterThan(DRAIN_FACTOR * limit);
+    // What the client had written when the answer came: the bound plus what socket buffers held.
+    expect(res.sent).toBeLessThan((DRAIN_FACTOR + 1) * limit);
   });
 
   it('a JSON body labelled text/plain (what fetch() sends for a string) is read as JSON; text that is not JSON stays text', async () => {
