@@ -3,3 +3,4 @@ export const PARTS: Record<'server' | 'console', { inputs: string[]; output: str
 export function fingerprint(root: string, inputs: string[]): string;
 export function staleness(root: string, name: 'server' | 'console'): { print: string; stale: boolean };
 export function markBuilt(root: string, name: 'server' | 'console', print: string): void;
+export function transpileServer(root: string, outdir?: string): Promise<void>;

@@ -1,4 +1,4 @@
-// Builds the server (tsc) and the console (vite) only when their sources changed since the last build, so that
+// Builds the server (esbuild, file by file) and the console (vite) only when their sources changed since the last build, so that
 // `npm start` after a restart goes straight to node. `node scripts/build-if-stale.mjs [server|console|all] [--force]`
 // (--force builds whatever the stamp says: `npm run build`). Plain JavaScript: it runs before anything is compiled.
 import { spawnSync } from 'node:child_process';
@@ -10,9 +10,9 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 /** What each part is built from, a file its build always writes (gone: build again), and how it is built. */
 export const PARTS = {
   server: {
-    inputs: ['src', 'workers', 'migrations', 'tsconfig.json', 'tsconfig.build.json', 'package-lock.json'],
+    inputs: ['src', 'workers', 'migrations', 'tsconfig.json', 'package-lock.json'],
     output: 'dist/src/server.js',
-    command: ['npx', ['tsc', '-p', 'tsconfig.build.json']],
+    command: ['node', ['scripts/build-if-stale.mjs', '--transpile']],
   },
   console: {
     inputs: ['web', 'package-lock.json'],
@@ -64,9 +64,44 @@ export function markBuilt(root, name, print) {
   fs.writeFileSync(stampFile(root), JSON.stringify({ ...readStamp(root), [name]: print }));
 }
 
-function main() {
+/** Every TypeScript file under the folders (declaration files aside). */
+function sourceFiles(root, folders) {
+  const out = [];
+  const visit = (rel) => {
+    for (const entry of fs.readdirSync(path.join(root, rel), { withFileTypes: true })) {
+      const child = path.join(rel, entry.name);
+      if (entry.isDirectory()) visit(child);
+      else if (entry.name.endsWith('.ts') && !entry.name.endsWith('.d.ts')) out.push(child);
+    }
+  };
+  for (const folder of folders) visit(folder);
+  return out;
+}
+
+/**
+ * The server's JavaScript, file by file with esbuild (no bundling, no type check: ~1 s where tsc took 10-15 s on two
+ * cores). Safe because tsconfig.json sets isolatedModules, so `npm run typecheck` refuses anything a per-file
+ * transpiler would get wrong; the types are checked there and in CI, not at every start.
+ */
+export async function transpileServer(root, outdir = 'dist') {
+  const esbuild = await import('esbuild');
+  await esbuild.build({
+    absWorkingDir: root,
+    entryPoints: sourceFiles(root, ['src', 'workers', 'migrations']),
+    outdir,
+    outbase: '.',
+    format: 'esm',
+    platform: 'node',
+    target: 'node20',
+    sourcemap: true,
+    logLevel: 'warning',
+  });
+}
+
+async function main() {
   const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
   const args = process.argv.slice(2);
+  if (args.includes('--transpile')) return transpileServer(root);
   const force = args.includes('--force');
   const which = args.find((a) => !a.startsWith('--')) ?? 'all';
   const names = which === 'all' ? Object.keys(PARTS) : [which];
@@ -85,4 +120,8 @@ function main() {
   }
 }
 
-if (process.argv[1] && import.meta.url === pathToFileURL(path.resolve(process.argv[1])).href) main();
+if (process.argv[1] && import.meta.url === pathToFileURL(path.resolve(process.argv[1])).href)
+  main().catch((err) => {
+    console.error(err);
+    process.exit(1);
+  });

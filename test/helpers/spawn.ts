@@ -14,13 +14,18 @@ export interface Spawned {
   stop(signal?: NodeJS.Signals): Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
-export function spawnEntry(entry: 'server' | 'worker', args: string[], env: Record<string, string | undefined>): Spawned {
-  const file = entry === 'server' ? 'src/server.ts' : 'workers/main.ts';
+/**
+ * Starts an entry point from its TypeScript source (through tsx), or, with `built`, the JavaScript of a build in that
+ * folder (relative to the project: what `npm start` runs from dist/).
+ */
+export function spawnEntry(entry: 'server' | 'worker', args: string[], env: Record<string, string | undefined>, built?: string): Spawned {
+  const source = entry === 'server' ? 'src/server.ts' : 'workers/main.ts';
   const cleanEnv: Record<string, string> = {};
   for (const [k, v] of Object.entries({ ...process.env, ...env })) if (v !== undefined) cleanEnv[k] = v;
   // Keep the child's own settings from leaking in from the test runner.
   for (const k of ['DATABASE_URL', 'VITEST', 'VITEST_WORKER_ID', 'VITEST_POOL_ID']) if (!(k in env)) delete cleanEnv[k];
-  const proc = spawn(process.execPath, ['--import', 'tsx', file, ...args], { cwd: ROOT_DIR, env: cleanEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+  const command = built ? ['--enable-source-maps', path.join(built, source.replace(/\.ts$/, '.js'))] : ['--import', 'tsx', source];
+  const proc = spawn(process.execPath, [...command, ...args], { cwd: ROOT_DIR, env: cleanEnv, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   const waiters: { re: RegExp; resolve: (line: string) => void }[] = [];
   const onData = (buf: Buffer) => {
@@ -71,9 +76,9 @@ export function spawnEntry(entry: 'server' | 'worker', args: string[], env: Reco
 }
 
 /** Starts the server and waits until it listens; returns its base URL. */
-export async function spawnServer(args: string[], env: Record<string, string | undefined>): Promise<Spawned & { url: string }> {
+export async function spawnServer(args: string[], env: Record<string, string | undefined>, built?: string): Promise<Spawned & { url: string }> {
   // The port is read from the "listening" log line, so the log must say at least that much.
-  const s = spawnEntry('server', args, { PORT: '0', HOST: '127.0.0.1', ...env, LOG_LEVEL: 'info' });
+  const s = spawnEntry('server', args, { PORT: '0', HOST: '127.0.0.1', ...env, LOG_LEVEL: 'info' }, built);
   const line = await s.waitFor(/Switchyard listening/);
   const port = JSON.parse(line).port as number;
   return Object.assign(s, { url: `http://127.0.0.1:${port}` });

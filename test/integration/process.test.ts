@@ -6,7 +6,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { HttpClient } from '../helpers/http.js';
 import { freePort } from '../helpers/redis-server.js';
 import { createTestDatabase, clearRedisPrefix, tempDir, REDIS_URL } from '../helpers/services.js';
-import { spawnEntry, spawnServer } from '../helpers/spawn.js';
+import { transpileServer } from '../../scripts/build-if-stale.mjs';
+import { ROOT_DIR, spawnEntry, spawnServer } from '../helpers/spawn.js';
 
 const cleanups: (() => unknown)[] = [];
 afterAll(async () => {
@@ -49,6 +50,25 @@ describe('npm start on the embedded database', () => {
     expect(await second.stop('SIGINT')).toEqual({ code: 0, signal: null });
     // Two starts of the whole platform on PGlite (migrations, the use-lite model): 15-20 s alone, up to ~30 s
     // while the other test files share the two cores.
+  }, 90_000);
+});
+
+describe('the build npm start runs', () => {
+  it('transpiled file by file (esbuild), starts on the embedded database and answers a use-lite call from its model thread', async () => {
+    // Into a folder of its own inside the project, so its imports resolve from the project's node_modules as dist's do.
+    const out = `dist-test-${path.basename(tempDir('sy-build'))}`;
+    cleanups.push(() => fs.rmSync(path.join(ROOT_DIR, out), { recursive: true, force: true }));
+    await transpileServer(ROOT_DIR, out);
+    const s = await spawnServer([], freshEnv({ ROOT_PASSWORD: 'a-root-password' }), out);
+    cleanups.push(() => s.stop('SIGKILL'));
+    expect((await fetch(`${s.url}/readyz`)).status).toBe(200);
+    const root = new HttpClient(s.url);
+    await root.login('root', 'a-root-password');
+    const key = (await root.post('/api/token/', { name: 'built', unlimited_quota: true })).body.data.key as string;
+    const res = await root.withAuth(`Bearer ${key}`).post('/v1/embeddings', { model: 'use-lite', input: ['the build runs'] });
+    expect(res.status, res.text).toBe(200);
+    expect(res.body.data[0].embedding).toHaveLength(512);
+    expect((await s.stop()).code).toBe(0);
   }, 90_000);
 });
 
