@@ -108,6 +108,10 @@ const envSchema = z.object({
   EMBEDDINGS_CONCURRENCY: int(32, 1, 1000),
   MAIL_CONCURRENCY: int(32, 1, 1000),
   MAIL_USER_CONCURRENCY: int(4, 1, 1000),
+  /** Mail accounts one user may keep (adding past it: 429). */
+  MAIL_ACCOUNTS_PER_USER: int(1_000, 1, 1_000_000),
+  /** Job event streams (GET /api/jobs/{id}/events) one user may hold open at once, across API processes. */
+  JOB_EVENT_STREAMS_PER_USER: int(20, 1, 10_000),
   JOB_ATTEMPTS: int(5, 1, 100),
   JOB_BACKOFF_MS: int(1_000, 0, 3_600_000),
   JOB_INLINE_PAYLOAD_BYTES: int(256 * 1024, 0, 64 * 1024 * 1024),

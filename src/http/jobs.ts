@@ -11,6 +11,7 @@ import { verifyEnvelope, type JobEnvelope } from '../jobs/wire.js';
 import { forgetJobs, listJobOwners, recordJobOwner } from '../logs/job-owners.js';
 import { getUser } from '../accounts/store.js';
 import { ROLE } from '../accounts/schema.js';
+import { OwnerSlots } from '../jobs/fairness.js';
 import type { Principal } from '../accounts/auth.js';
 import { authorize } from './auth.js';
 import { ApiRouter, ok, plainError } from './route.js';
@@ -89,12 +90,19 @@ const listQuery = z.object({
 /** How many of a user's jobs one listing looks at, at most, to fill a page (a state filter may skip many). */
 const SCAN_LIMIT = 500;
 
+/** Event streams are counted per user in Redis, across API processes; a stream's lease is renewed by its heartbeat. */
+const STREAM_SLOTS = 'job-events';
+const STREAM_HEARTBEAT_MS = 15_000;
+/** A process that dies with streams open stops renewing them: they stop counting after this. */
+const STREAM_LEASE_MS = 3 * STREAM_HEARTBEAT_MS;
+
 async function summarize(job: Job<JobEnvelope>): Promise<JobSummary> {
   return { ...jobStatus(job, STATE_MAP[await job.getState()] ?? 'waiting'), statusUrl: `/api/jobs/${job.id}` };
 }
 
 export function jobsRouter(p: Platform): ApiRouter {
   const router = new ApiRouter('Jobs');
+  const streams = new OwnerSlots(p.redis, p.keys, STREAM_LEASE_MS);
 
   const list = {
     method: 'get',
@@ -211,10 +219,25 @@ export function jobsRouter(p: Platform): ApiRouter {
     path: '/api/jobs/:id/events',
     summary: 'Server-sent events: state, progress, then completed or failed',
     auth: 'user',
-    responses: { 200: 'text/event-stream' },
+    responses: {
+      200: 'text/event-stream',
+      429: ok('the caller already has JOB_EVENT_STREAMS_PER_USER streams open', plainError),
+    },
   } as const;
   router.endpoint(events, async (ctx) => {
     const job = await visibleJob(ctx);
+    // Each open stream holds memory and a subscription in this process: one user holds at most
+    // JOB_EVENT_STREAMS_PER_USER of them at once, on all API processes together.
+    const owner = ctx.state.principal!.user.id;
+    const max = p.config.JOB_EVENT_STREAMS_PER_USER;
+    const lease = uuidv7();
+    if (!(await streams.acquire(STREAM_SLOTS, owner, lease, max))) {
+      throw new AppError(
+        429,
+        `You already have ${max} job event streams open, the most one user may (JOB_EVENT_STREAMS_PER_USER): close one, or read GET /api/jobs/{id} instead`,
+        { code: 'too_many_streams' },
+      );
+    }
     const stream = new PassThrough();
     let closed = false;
     const send = (event: string, data: unknown) => {
@@ -227,6 +250,7 @@ export function jobsRouter(p: Platform): ApiRouter {
       unsubscribe();
       clearInterval(heartbeat);
       stream.end();
+      streams.release(STREAM_SLOTS, owner, lease).catch(() => {});
     };
     // Subscribe before reading the state, so nothing falls between the two.
     const unsubscribe = p.jobs.subscribe(id, (e: JobEvent) => {
@@ -239,8 +263,13 @@ export function jobsRouter(p: Platform): ApiRouter {
         finish();
       }
     });
-    const heartbeat = setInterval(() => stream.write(': keep-alive\n\n'), 15_000);
+    const heartbeat = setInterval(() => {
+      stream.write(': keep-alive\n\n');
+      streams.renew(STREAM_SLOTS, owner, lease).catch(() => {});
+    }, STREAM_HEARTBEAT_MS);
     ctx.req.on('close', finish);
+    // Gone while its lease was taken: its 'close' came before the listener.
+    if (ctx.req.socket.destroyed) finish();
 
     ctx.req.socket.setTimeout(0);
     ctx.set({ 'Content-Type': 'text/event-stream; charset=utf-8', 'Cache-Control': 'no-cache', 'X-Accel-Buffering': 'no' });

@@ -70,6 +70,10 @@ export function mailRouter(p: Platform): ApiRouter {
     return keep;
   }
 
+  /** Every way in which accounts are made goes through here: at most MAIL_ACCOUNTS_PER_USER per user (429 past it). */
+  const saveAccounts = (principal: Principal, inputs: s.CreateAccountInput[]) =>
+    store.saveAccounts(p.db, p.secrets, principal.user.id, inputs, p.config.MAIL_ACCOUNTS_PER_USER);
+
   /** The account an operation is for: inline OAuth2 credentials update (or create) the caller's own. */
   async function accountFor(principal: Principal, req: { email: string; client_id?: string; refresh_token?: string }): Promise<store.AccountRow> {
     if (req.client_id && req.refresh_token) {
@@ -77,13 +81,15 @@ export function mailRouter(p: Platform): ApiRouter {
       // The spelling only (no DNS on every call): connect time resolves and checks again anyway.
       if (existing) await vetHosts({ 'imap.host': existing.imap_host, 'smtp.host': existing.smtp_host }, false);
       const refreshToken = existing ? await triedRefreshToken(existing, req.client_id, req.refresh_token) : req.refresh_token;
-      const { row } = await store.upsertAccount(p.db, p.secrets, principal.user.id, {
-        email: req.email,
-        auth: { type: 'oauth2', client_id: req.client_id, refresh_token: refreshToken },
-        imap: existing ? { host: existing.imap_host, port: existing.imap_port, secure: existing.imap_secure } : s.OUTLOOK_IMAP,
-        smtp: existing ? { host: existing.smtp_host, port: existing.smtp_port, secure: existing.smtp_secure } : s.OUTLOOK_SMTP,
-      });
-      return row;
+      const [saved] = await saveAccounts(principal, [
+        {
+          email: req.email,
+          auth: { type: 'oauth2', client_id: req.client_id, refresh_token: refreshToken },
+          imap: existing ? { host: existing.imap_host, port: existing.imap_port, secure: existing.imap_secure } : s.OUTLOOK_IMAP,
+          smtp: existing ? { host: existing.smtp_host, port: existing.smtp_port, secure: existing.smtp_secure } : s.OUTLOOK_SMTP,
+        },
+      ]);
+      return saved!.row;
     }
     if (req.client_id || req.refresh_token) throw badRequest('client_id and refresh_token go together: send both, or neither to use a stored account');
     const row = await store.findAccount(p.db, req.email, viewer(principal));
@@ -108,7 +114,7 @@ export function mailRouter(p: Platform): ApiRouter {
     const principal = await authorize(ctx, p);
     const body = parse(s.createAccountBody, ctx.request.body ?? {});
     await vetHosts({ 'imap.host': body.imap.host, 'smtp.host': body.smtp.host });
-    const { row, created } = await store.upsertAccount(p.db, p.secrets, principal.user.id, body);
+    const { row, created } = (await saveAccounts(principal, [body]))[0]!;
     ctx.status = created ? 201 : 200;
     ctx.body = store.publicAccount(row);
   });
@@ -166,6 +172,7 @@ export function mailRouter(p: Platform): ApiRouter {
     const servers = typeof body === 'string' ? {} : { imap: body.imap, smtp: body.smtp };
     await vetHosts({ 'imap.host': servers.imap?.host, 'smtp.host': servers.smtp?.host });
     const results: { line: number; email?: string; ok: boolean; created?: boolean; auth_type?: string; error?: string }[] = [];
+    const valid: { line: number; input: s.CreateAccountInput }[] = [];
     for (const [i, text] of lines.entries()) {
       const line = text.trim();
       if (!line || line.startsWith('#')) continue;
@@ -190,9 +197,15 @@ export function mailRouter(p: Platform): ApiRouter {
         });
         continue;
       }
-      const { row, created } = await store.upsertAccount(p.db, p.secrets, principal.user.id, check.data);
-      results.push({ line: i + 1, email: row.email, ok: true, created, auth_type: row.auth_type });
+      valid.push({ line: i + 1, input: check.data });
     }
+    // All the valid lines at once, or none (429) when their new addresses would pass MAIL_ACCOUNTS_PER_USER.
+    const saved = await saveAccounts(
+      principal,
+      valid.map((v) => v.input),
+    );
+    for (const [i, { row, created }] of saved.entries()) results.push({ line: valid[i]!.line, email: row.email, ok: true, created, auth_type: row.auth_type });
+    results.sort((a, b) => a.line - b.line);
     ctx.body = { imported: results.filter((r) => r.ok).length, failed: results.filter((r) => !r.ok).length, results };
   });
 

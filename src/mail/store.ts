@@ -4,6 +4,7 @@ import type { Knex } from 'knex';
 import { ownOrBelow, type Viewer } from '../accounts/store.js';
 import { ROLE } from '../accounts/schema.js';
 import { escapeLike, type Db } from '../db.js';
+import { AppError } from '../errors.js';
 import type { Secrets } from '../secrets.js';
 import type { z } from 'zod';
 import type { accountView, Address, CreateAccountInput, MailAuth, MailboxName, MailMessage } from './schema.js';
@@ -74,7 +75,45 @@ export function openAccount(secrets: Secrets, a: AccountRow): MailAccount {
   };
 }
 
-/** Adds an account for its owner, or replaces the one with the same address. */
+/** The advisory lock class of "one user's mail accounts" (the second key is the user's id): "SwMA". */
+const ACCOUNTS_LOCK_CLASS = 0x5377_4d41;
+
+/**
+ * Adds accounts for their owner, or replaces those with the same address, all or none: when the addresses that are new
+ * would take the owner past `maxAccounts`, nothing is written and it throws 429. One writer of a user's accounts at a
+ * time (an advisory lock held to the end of the transaction), so concurrent imports cannot each see room and overshoot.
+ */
+export async function saveAccounts(
+  db: Db,
+  secrets: Secrets,
+  ownerId: number,
+  inputs: CreateAccountInput[],
+  maxAccounts: number,
+): Promise<{ row: AccountRow; created: boolean }[]> {
+  if (inputs.length === 0) return [];
+  return db.transaction(async (trx) => {
+    await trx.raw('select pg_advisory_xact_lock(?, ?)', [ACCOUNTS_LOCK_CLASS, ownerId]);
+    const emails = [...new Set(inputs.map((i) => i.email))];
+    const existing = new Set<string>(await trx('mail_accounts').where({ owner_id: ownerId }).whereIn('email', emails).pluck('email'));
+    const adding = emails.filter((e) => !existing.has(e)).length;
+    if (adding > 0) {
+      const [{ n } = { n: 0 }] = await trx('mail_accounts').where({ owner_id: ownerId }).count<{ n: string | number }[]>({ n: '*' });
+      const have = Number(n);
+      if (have + adding > maxAccounts) {
+        throw new AppError(
+          429,
+          `Mail account limit reached: you have ${have} and this would add ${adding}, past the ${maxAccounts} one user may keep (MAIL_ACCOUNTS_PER_USER); nothing was saved. Delete accounts you no longer use, or ask an operator`,
+          { code: 'mail_accounts_limit' },
+        );
+      }
+    }
+    const saved: { row: AccountRow; created: boolean }[] = [];
+    for (const input of inputs) saved.push(await upsertAccount(trx, secrets, ownerId, input));
+    return saved;
+  });
+}
+
+/** Adds an account for its owner, or replaces the one with the same address (no cap: see saveAccounts). */
 export async function upsertAccount(db: Db, secrets: Secrets, ownerId: number, input: CreateAccountInput): Promise<{ row: AccountRow; created: boolean }> {
   const values = {
     owner_id: ownerId,

@@ -62,7 +62,7 @@ export const en = {
   'error.notFound': 'Not found.',
   'error.conflict': 'This clashes with something that already exists.',
   'error.tooLarge': 'That is too large to send.',
-  'error.rateLimited': 'Too many attempts. Wait a little and try again.',
+  'error.rateLimited': 'Too many requests, or a limit was reached.',
   'error.rateLimitedFor': 'Too many attempts. Try again in {s} seconds.',
   'error.upstream': 'A server behind this one refused or failed.',
   'error.unavailable': 'The service is unavailable for a moment. Try again shortly.',

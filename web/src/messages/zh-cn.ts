@@ -64,7 +64,7 @@ export const zhCN: Record<MessageKey, string> = {
   'error.notFound': '未找到。',
   'error.conflict': '与已有的内容冲突。',
   'error.tooLarge': '内容太大，无法发送。',
-  'error.rateLimited': '尝试次数过多，请稍后再试。',
+  'error.rateLimited': '请求过多，或已达到上限。',
   'error.rateLimitedFor': '尝试次数过多，请 {s} 秒后再试。',
   'error.upstream': '后端的上游服务拒绝了请求或出错。',
   'error.unavailable': '服务暂时不可用，请稍后再试。',
