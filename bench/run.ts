@@ -20,12 +20,13 @@ import { useLiteBench } from './use-lite.js';
 import { load, percentile } from './load.js';
 import { logsBench } from './logs.js';
 import { scaleFigures } from './scale.js';
+import { startupFigures } from './startup.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const ADMIN_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const REDIS_URL = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 8);
-/** BENCH_ONLY=relay,use-lite,store,logs,mail,scale runs only those (and the local-hash figure the others compare with); nothing goes to latest.jsonl then. */
+/** BENCH_ONLY=relay,use-lite,store,logs,mail,scale,startup runs only those (and the local-hash figure the others compare with); nothing goes to latest.jsonl then. */
 const ONLY = (process.env.BENCH_ONLY ?? '')
   .split(',')
   .map((x) => x.trim())
@@ -427,6 +428,7 @@ async function main() {
     report(await mailScaling(B, accessToken));
   }
   if (want('scale')) for (const f of await scaleFigures({ adminUrl: ADMIN_URL, redisUrl: REDIS_URL, seconds: SECONDS, log })) report(f);
+  if (want('startup')) for (const f of await startupFigures({ redisUrl: REDIS_URL, log })) report(f);
 
   // 6. memory under the load above.
   const max = (kind: string) => Math.max(0, ...[...rssMax].filter(([k]) => k.startsWith(`${kind}:`)).map(([, v]) => v)) / 1024 / 1024;
