@@ -3,12 +3,25 @@ import type { Platform } from '../platform.js';
 import { AppError } from '../errors.js';
 import { LOCAL_HASH_DEFAULT_DIMENSIONS } from './local-hash.js';
 import { MAX_FLOATS_PER_REQUEST, type GenerationOutcome, type GenerationRequest } from './schema.js';
+import { sayGone } from './gone.js';
 
 interface Pending {
   req: GenerationRequest;
   resolve: (o: GenerationOutcome) => void;
   reject: (e: unknown) => void;
 }
+
+/**
+ * A call this heavy (in vector components, or characters) is a job of its own at once, outside the `maxInFlight` jobs
+ * that gather small calls: held in line there, a few of them kept every other caller's small call waiting for their
+ * jobs to come back. The workers share their work fairly between callers.
+ */
+const HEAVY_FLOATS = MAX_FLOATS_PER_REQUEST / 16;
+const HEAVY_CHARS = 65_536;
+const isHeavy = (req: GenerationRequest) => floatsOf(req) >= HEAVY_FLOATS || req.inputs.reduce((n, t) => n + t.length, 0) >= HEAVY_CHARS;
+
+/** The client left before its call went out: nothing is sent for it. */
+export const callerLeft = () => new AppError(499, 'The client closed the connection before the answer was ready.', { code: 'client_closed', retriable: false });
 
 const MAX_REQUESTS = 64;
 const MAX_INPUTS = 2048;
@@ -46,9 +59,29 @@ export class EmbeddingsCoalescer {
     private readonly maxInFlight: number,
   ) {}
 
-  submit(req: GenerationRequest): Promise<GenerationOutcome> {
+  /**
+   * `left` fires when the client goes away: a call still waiting here is dropped, and one already in a job is named on
+   * the gone channel (the workers drop its texts not yet embedded). `req.call` names it.
+   */
+  submit(req: GenerationRequest, left?: AbortSignal): Promise<GenerationOutcome> {
     return new Promise((resolve, reject) => {
-      this.pending.push({ req, resolve, reject });
+      const entry: Pending = { req, resolve, reject };
+      left?.addEventListener(
+        'abort',
+        () => {
+          const at = this.pending.indexOf(entry);
+          if (at >= 0) {
+            this.pending.splice(at, 1);
+            reject(callerLeft());
+          } else if (req.call) sayGone(this.p, req.call);
+        },
+        { once: true },
+      );
+      if (isHeavy(req)) {
+        void this.dispatch([entry]);
+        return;
+      }
+      this.pending.push(entry);
       if (!this.scheduled) {
         this.scheduled = true;
         setImmediate(() => {
@@ -59,7 +92,26 @@ export class EmbeddingsCoalescer {
     });
   }
 
+  /**
+   * The waiting calls in the order a job takes them: callers take turns (each caller's first call, then each one's
+   * second…), so one caller's many calls do not fill the next job while another caller's one call waits behind them.
+   */
+  private turns(): Pending[] {
+    const byCaller = new Map<number | undefined, Pending[]>();
+    for (const x of this.pending) {
+      const list = byCaller.get(x.req.caller);
+      if (list) list.push(x);
+      else byCaller.set(x.req.caller, [x]);
+    }
+    if (byCaller.size === 1) return this.pending;
+    const lists = [...byCaller.values()];
+    const out: Pending[] = [];
+    for (let round = 0; out.length < this.pending.length; round++) for (const list of lists) if (round < list.length) out.push(list[round]!);
+    return out;
+  }
+
   private pump() {
+    if (this.pending.length && this.inFlight < this.maxInFlight) this.pending = this.turns();
     while (this.pending.length && this.inFlight < this.maxInFlight) {
       const batch: Pending[] = [];
       let inputs = 0;

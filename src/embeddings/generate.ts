@@ -7,7 +7,9 @@ import { resolveModel } from './models.js';
 import { float32ToBase64, type GenerationOutcome, type GenerationRequest } from './schema.js';
 import { upstreamJob } from './upstream.js';
 import { USE_LITE_MODEL } from './use-lite-text.js';
-import { announceUseLite, useLiteBatcher } from './use-lite-worker.js';
+import { announceUseLite, useLiteBatcher, warmUpUseLite, withdrawUseLite } from './use-lite-worker.js';
+import { goneError, isGone, listenForGone, stopListeningForGone } from './gone.js';
+import { ModelBatcher, type Requester } from './model-batcher.js';
 
 const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
 
@@ -25,16 +27,48 @@ export function shorten(v: Float32Array, dims: number): Float32Array {
   return out;
 }
 
+/**
+ * local-hash-v1's work goes through a batcher too, though it needs no model: in slices of ~64K characters, callers
+ * taking turns and the event loop turning between slices, so one caller's 2048 long inputs (~0.3 s of hashing) hold
+ * another's one sentence for a slice, not for all of them, and do not stall the process's Redis and Postgres traffic.
+ */
+interface HashItem {
+  text: string;
+  dims: number;
+}
+const LOCAL_HASH_COST_PER_CALL = 65_536;
+const localHash = new ModelBatcher<HashItem>(async () => ({ embed: async (items) => items.map(({ text, dims }) => embedLocalHash(text, dims)) }), 4_096, 0, {
+  cost: ({ text, dims }) => text.length + dims / 4,
+  max: LOCAL_HASH_COST_PER_CALL,
+});
+
+/** Worker start: hear which calls are abandoned, and load use-lite. */
+export async function warmUpEmbeddings(p: Platform): Promise<void> {
+  await listenForGone(p);
+  await warmUpUseLite(p);
+}
+
+/** Worker stop. */
+export async function stopEmbeddings(p: Platform): Promise<void> {
+  await withdrawUseLite(p);
+  await stopListeningForGone(p);
+}
+
 async function generateOne(p: Platform, req: GenerationRequest): Promise<GenerationOutcome> {
   const model = await resolveModel(p.config, p.channels, req.model);
   if (model.kind === 'local') {
     const dims = req.dimensions ?? model.defaultDimensions;
+    const who: Requester = { caller: req.caller, gone: () => isGone(p, req) };
     if (model.name === USE_LITE_MODEL) {
-      const vectors = await useLiteBatcher().embed(req.inputs);
+      const vectors = await useLiteBatcher().embed(req.inputs, who);
       announceUseLite(p);
       return { ok: true, vectors: vectors.map((v) => float32ToBase64(shorten(v, dims))), promptTokens: sum(req.tokens) };
     }
-    return { ok: true, vectors: req.inputs.map((text) => float32ToBase64(embedLocalHash(text, dims))), promptTokens: sum(req.tokens) };
+    const vectors = await localHash.embed(
+      req.inputs.map((text) => ({ text, dims })),
+      who,
+    );
+    return { ok: true, vectors: vectors.map(float32ToBase64), promptTokens: sum(req.tokens) };
   }
   const r = await upstreamJob(p, model, req);
   return { ok: true, vectors: r.vectors.map((v) => v.vector.toString('base64')), promptTokens: r.promptTokens, channelId: r.channelId };
@@ -51,7 +85,7 @@ export async function generate(p: Platform, requests: GenerationRequest[]): Prom
       try {
         return await generateOne(p, req);
       } catch (raw) {
-        const err = toAppError(raw);
+        const err = toAppError(goneError(raw));
         if (requests.length === 1 && err.retriable) throw raw;
         return { ok: false, error: err.toJSON() };
       }

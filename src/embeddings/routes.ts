@@ -1,4 +1,5 @@
 // HTTP routes of embeddings: OpenAI's embeddings and models endpoints, with OpenAI's error shape.
+import { randomUUID } from 'node:crypto';
 import type { Context } from 'koa';
 import type { Platform } from '../platform.js';
 import { authorizeApiKey } from '../http/auth.js';
@@ -84,7 +85,12 @@ export function embeddingsRouter(p: Platform): ApiRouter {
     assertTaken(held, cost);
     const { reservation } = held;
     try {
-      const done = await coalescers[model.name as keyof typeof coalescers].submit(call);
+      // The workers share model time by caller, and drop what is left of a call whose client has gone (see gone.ts).
+      const left = new AbortController();
+      const onClose = () => ctx.res.writableFinished || left.abort();
+      ctx.res.once('close', onClose);
+      const job = { ...call, caller: principal.user.id, call: randomUUID(), deadline: Date.now() + p.config.SYNC_WAIT_MS };
+      const done = await coalescers[model.name as keyof typeof coalescers].submit(job, left.signal).finally(() => ctx.res.off('close', onClose));
       if (!done.ok) throw AppError.fromJSON(done.error);
       outcome = { vectors: done.vectors.map((v) => ({ vector: Buffer.from(v, 'base64'), tokens: 0 })), promptTokens: done.promptTokens };
     } catch (err) {

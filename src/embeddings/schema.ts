@@ -142,6 +142,12 @@ export const generationRequest = z.object({
   inputs: z.array(z.string()).min(1).max(MAX_INPUTS),
   /** Token count of each input: cl100k_base, or the model's own pieces for use-lite (what usage reports). */
   tokens: z.array(z.number().int().nonnegative()),
+  /** Whose call it is (a user id): the workers share model time fairly between callers (a job may hold several). */
+  caller: z.number().int().optional(),
+  /** The call's id, which the API names on the gone channel (src/embeddings/gone.ts) when its client leaves. */
+  call: z.string().max(64).optional(),
+  /** When the caller stops waiting (epoch ms): texts not embedded by then are dropped. */
+  deadline: z.number().int().optional(),
 });
 export type GenerationRequest = z.output<typeof generationRequest>;
 

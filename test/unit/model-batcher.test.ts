@@ -1,6 +1,6 @@
 // The worker's dynamic batching: texts of calls arriving together reach the model in one call, in order.
 import { describe, expect, it, vi } from 'vitest';
-import { type BatchModel, ModelBatcher } from '../../src/embeddings/model-batcher.js';
+import { type BatchModel, CallerGoneError, ModelBatcher } from '../../src/embeddings/model-batcher.js';
 
 /** A model that records the batches it is given; each vector holds its text's length, so answers can be checked. */
 function recordingModel(delayMs = 0) {
@@ -166,5 +166,95 @@ describe('ModelBatcher', () => {
     expect(results.map((r) => r.status)).toEqual(['rejected', 'rejected']);
     fail = false;
     expect(await b.embed(['c'])).toHaveLength(1);
+  });
+
+  it("is fair between callers: another caller's one text is in the next model call, however much one caller has queued", async () => {
+    const { batches, model } = recordingModel(15);
+    const b = new ModelBatcher(async () => model, 4);
+    const flood = Array.from({ length: 10 }, (_, r) =>
+      b.embed(
+        Array.from({ length: 8 }, (__, i) => `a${r}-${i}`),
+        { caller: 1 },
+      ),
+    );
+    await new Promise((r) => setTimeout(r, 5)); // caller 1's first call is running
+    const other = b.embed(['b-only'], { caller: 2 });
+    await Promise.all([...flood, other]);
+    expect(batches[1]).toContain('b-only');
+    // Caller 1's texts still go in its own order.
+    expect(batches.flat().filter((x) => x.startsWith('a'))).toEqual(
+      Array.from({ length: 10 }, (_, r) => Array.from({ length: 8 }, (__, i) => `a${r}-${i}`)).flat(),
+    );
+  });
+
+  it('two callers with long queues take turns call by call', async () => {
+    const { batches, model } = recordingModel(2);
+    const b = new ModelBatcher(async () => model, 4);
+    const one = Array.from({ length: 4 }, (_, r) =>
+      b.embed(
+        Array.from({ length: 4 }, (__, i) => `x${r}${i}`),
+        { caller: 'x' },
+      ),
+    );
+    const two = Array.from({ length: 4 }, (_, r) =>
+      b.embed(
+        Array.from({ length: 4 }, (__, i) => `y${r}${i}`),
+        { caller: 'y' },
+      ),
+    );
+    await Promise.all([...one, ...two]);
+    expect(batches.map((c) => c[0]![0])).toEqual(['x', 'y', 'x', 'y', 'x', 'y', 'x', 'y']);
+  });
+
+  it('drops a request whose caller is gone: its texts never reach the model, and it fails with CallerGoneError', async () => {
+    const { batches, model } = recordingModel(20);
+    const b = new ModelBatcher(async () => model, 4);
+    const first = b.embed(['busy'], { caller: 1 });
+    await new Promise((r) => setTimeout(r, 5)); // the model is busy
+    let gone = false;
+    const leaving = b.embed(['never-embedded-1', 'never-embedded-2'], { caller: 2, gone: () => gone });
+    const staying = b.embed(['kept'], { caller: 3 });
+    gone = true; // the client went away while its texts waited
+    await expect(leaving).rejects.toBeInstanceOf(CallerGoneError);
+    await Promise.all([first, staying]);
+    expect(batches.flat()).toEqual(['busy', 'kept']);
+    expect(b.dropped).toBe(1);
+    // A big request's remaining texts go too, when its caller leaves between its calls.
+    let left = false;
+    const big = b.embed(
+      Array.from({ length: 12 }, (_, i) => `big-${i}`),
+      { caller: 4, gone: () => left },
+    );
+    await new Promise((r) => setTimeout(r, 5));
+    left = true;
+    await expect(big).rejects.toBeInstanceOf(CallerGoneError);
+    expect(batches.flat().filter((x) => x.startsWith('big-'))).toEqual(['big-0', 'big-1', 'big-2', 'big-3']);
+  });
+
+  it('with two lanes, a second caller is served at once beside a flooding one, which never holds both lanes', async () => {
+    const running = new Map<string, number>();
+    let most = 0;
+    const starts: string[] = [];
+    const model: BatchModel = {
+      async embed(texts) {
+        const who = texts[0]![0]!;
+        starts.push(texts.join(','));
+        running.set(who, (running.get(who) ?? 0) + 1);
+        most = Math.max(most, running.get(who)!);
+        await new Promise((r) => setTimeout(r, 25));
+        running.set(who, running.get(who)! - 1);
+        return texts.map(() => new Float32Array(1));
+      },
+    };
+    const b = new ModelBatcher(async () => model, 2, 0, undefined, undefined, 2);
+    const flood = Array.from({ length: 6 }, (_, r) => b.embed([`a${r}-0`, `a${r}-1`], { caller: 'a' }));
+    await new Promise((r) => setTimeout(r, 5));
+    const t0 = performance.now();
+    await b.embed(['b-only'], { caller: 'b' });
+    // It ran in the free lane while caller a's call went on: its call started second, not after a's calls.
+    expect(starts[1]).toBe('b-only');
+    expect(performance.now() - t0).toBeLessThan(25 * 6);
+    await Promise.all(flood);
+    expect(most).toBe(1);
   });
 });
