@@ -35,6 +35,7 @@ export function createApp(p: Platform): Koa {
   for (const r of buildRouters(p)) root.use(r.routes());
 
   app.use(requestContext(p));
+  app.use(noFraming());
   app.use(errorMiddleware());
   // The board reads its own request bodies, so it sits before ours.
   app.use(boardMiddleware(p));
@@ -89,6 +90,20 @@ function requestContext(p: Platform): Koa.Middleware {
           'request',
         );
     }
+  };
+}
+
+/**
+ * No HTML page of ours may be framed by another site (clickjacking): whatever answers with HTML — the console, /docs,
+ * Bull Board, mail's response_type=html, a page added later — gets X-Frame-Options and, in its policy, frame-ancestors.
+ */
+function noFraming(): Koa.Middleware {
+  return async (ctx, next) => {
+    await next();
+    if (ctx.headerSent || !ctx.response.is('html')) return;
+    ctx.set('X-Frame-Options', 'DENY');
+    const csp = ctx.response.get('Content-Security-Policy');
+    if (!/(^|;)\s*frame-ancestors\s/i.test(csp)) ctx.set('Content-Security-Policy', csp ? `${csp}; frame-ancestors 'none'` : "frame-ancestors 'none'");
   };
 }
 

@@ -1,5 +1,5 @@
 // Bull Board at /admin/queues, for admins only (session cookie or HTTP Basic), mounted on the main app.
-import type { Middleware } from 'koa';
+import type { Context, Middleware } from 'koa';
 import type { Platform } from '../platform.js';
 import { ROLE } from '../accounts/schema.js';
 import { authorize } from './auth.js';
@@ -46,7 +46,31 @@ export function boardMiddleware(p: Platform): Middleware {
       unserved = true;
     });
     if (unserved) throw unservedBoardRoute(ctx.method, ctx.path);
+    if (ctx.response.is('html')) keepPageLocal(ctx);
   };
+}
+
+/**
+ * The board's page asks a public font CDN for its fonts: that fails offline and tells the CDN every operator's address
+ * and when they look. The link is taken out (the board falls back to system fonts), and its policy lets the page load
+ * nothing from elsewhere (framing is refused for every HTML answer, in app.ts).
+ */
+const BOARD_CSP = [
+  "default-src 'self'",
+  "script-src 'self'",
+  "style-src 'self' 'unsafe-inline'",
+  "img-src 'self' data:",
+  "font-src 'self' data:",
+  "connect-src 'self'",
+  "object-src 'none'",
+  "base-uri 'self'",
+  "form-action 'self'",
+].join('; ');
+const REMOTE_LINK = /<link\b[^>]*\bhref\s*=\s*["']?(?:https?:)?\/\/[^>]*>\s*/gi;
+
+function keepPageLocal(ctx: Context): void {
+  if (typeof ctx.body === 'string') ctx.body = ctx.body.replace(REMOTE_LINK, '');
+  ctx.set('Content-Security-Policy', BOARD_CSP);
 }
 
 /** The board's job-writing routes: adding a job, and replacing a job's data. */

@@ -355,6 +355,9 @@ describe('reading mail', () => {
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toMatch(/text\/html/);
     expect(res.headers.get('content-security-policy')).toMatch(/default-src 'none'/);
+    // Not to be framed by another site (issue 22 item 8).
+    expect(res.headers.get('content-security-policy')).toMatch(/; frame-ancestors 'none'$/);
+    expect(res.headers.get('x-frame-options')).toBe('DENY');
     expect(res.text).toContain('Hello &lt;there&gt;');
     expect(res.text).toContain('<iframe sandbox srcdoc="');
     expect(res.text).not.toContain('<script>alert(1)</script>');
