@@ -11,8 +11,9 @@ export function parse<S extends z.ZodType>(schema: S, input: unknown, opts?: App
   const result = schema.safeParse(input);
   let issue: Pick<z.core.$ZodIssue, 'path' | 'message'>;
   if (result.success) {
-    // What passed the schema is still refused if it holds a NUL anywhere: it would reach Postgres.
-    const nul = nulIssue(result.data);
+    // What passed the schema is still refused if it holds a NUL anywhere: it would reach Postgres. So is a key with a
+    // NUL in what was sent, even where the schema drops that key: "no NUL characters" holds for the whole body.
+    const nul = nulIssue(result.data) ?? nulIssue(input, true);
     if (!nul) return result.data;
     issue = nul;
   } else issue = result.error.issues[0]!;
@@ -25,13 +26,16 @@ export function parse<S extends z.ZodType>(schema: S, input: unknown, opts?: App
 /** Postgres refuses U+0000 in text (and in jsonb): a string that holds one is a 400, never a 500. */
 export const NUL_MESSAGE = 'must not contain NUL (\\u0000) characters';
 
-/** The path of the first string (or object key) in `value` that holds U+0000; plain objects and arrays are walked. */
-export function findNul(value: unknown): PropertyKey[] | undefined {
-  if (typeof value === 'string') return value.includes('\0') ? [] : undefined;
+/**
+ * The path of the first string (or object key) in `value` that holds U+0000; plain objects and arrays are walked.
+ * `keysOnly`: object keys only (what a schema that drops unknown keys never sees).
+ */
+export function findNul(value: unknown, keysOnly = false): PropertyKey[] | undefined {
+  if (typeof value === 'string') return !keysOnly && value.includes('\0') ? [] : undefined;
   if (typeof value !== 'object' || value === null) return undefined;
   if (Array.isArray(value)) {
     for (let i = 0; i < value.length; i++) {
-      const found = findNul(value[i]);
+      const found = findNul(value[i], keysOnly);
       if (found) return [i, ...found];
     }
     return undefined;
@@ -40,15 +44,15 @@ export function findNul(value: unknown): PropertyKey[] | undefined {
   if (proto !== Object.prototype && proto !== null) return undefined; // Date, Buffer, ...: not text
   for (const [k, v] of Object.entries(value)) {
     if (k.includes('\0')) return [k.replaceAll('\0', '\\u0000')]; // named, not echoed: the message stays printable
-    const found = findNul(v);
+    const found = findNul(v, keysOnly);
     if (found) return [k, ...found];
   }
   return undefined;
 }
 
 /** findNul as a zod-style issue (path and message), for callers that report issues. */
-export function nulIssue(value: unknown): { path: PropertyKey[]; message: string } | undefined {
-  const path = findNul(value);
+export function nulIssue(value: unknown, keysOnly = false): { path: PropertyKey[]; message: string } | undefined {
+  const path = findNul(value, keysOnly);
   return path && { path, message: NUL_MESSAGE };
 }
 

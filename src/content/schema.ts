@@ -66,7 +66,8 @@ export function checkItem(raw: unknown): ItemCheck {
   if (typeof score !== 'number' || !Number.isFinite(score) || score < 0 || score > 10) return { ok: false, error: SCORE_RANGE, url };
   const parsed = itemFields.safeParse(o);
   if (!parsed.success) return { ok: false, error: `Invalid field ${describeIssue(parsed.error.issues[0]!)}`, url };
-  const nul = nulIssue(parsed.data);
+  // A key with a NUL is refused like a value with one, also where the schema drops that key.
+  const nul = nulIssue(parsed.data) ?? nulIssue(o, true);
   if (nul) return { ok: false, error: `Invalid field ${describeIssue(nul)}`, url };
   const f = parsed.data;
   return {

@@ -111,6 +111,35 @@ describe('item 9: a NUL (U+0000) in a string is a 400 naming the field', () => {
   });
 });
 
+describe('issue 22 item 9: a NUL in an object key of a body is a 400, like one in a value, also where the key is not a field', () => {
+  it('POST /api/content with a NUL in a key (top level or nested in an unknown field) answers 400 naming it, and stores nothing', async () => {
+    const before = await count();
+    const top = await alice.post('/api/content', { ...item(), 'x\u0000y': 1 });
+    expect(top.status).toBe(400);
+    expect(top.body).toEqual({ error: `Invalid field x\\u0000y: ${NUL}` });
+    const nested = await alice.post('/api/content', { ...item(), extra: [{ 'k\u0000': 'v' }] });
+    expect(nested.status).toBe(400);
+    expect(nested.body).toEqual({ error: `Invalid field extra.0.k\\u0000: ${NUL}` });
+    expect(await count()).toBe(before);
+  });
+
+  it('in /api/content/batch an entry with a NUL key fails alone', async () => {
+    const entries = [item(), { ...item(), 'a\u0000': true }];
+    const res = await alice.post('/api/content/batch', entries);
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ success: 1, failed: 1, total: 2 });
+    expect(res.body.errors).toEqual([{ index: 1, url: entries[1]!.url, error: `Invalid field a\\u0000: ${NUL}` }]);
+    expect(await row(entries[1]!.url)).toBeUndefined();
+  });
+
+  it('routes validated by parse() refuse a NUL key that their schema would drop (one-api envelope)', async () => {
+    const res = await alice.post('/api/token/', { name: 'nul-key', 'x\u0000': 1 });
+    expect(res.status).toBe(400);
+    expect(res.body).toEqual({ success: false, message: `x\\u0000: ${NUL}` });
+    expect(() => parse(z.object({ a: z.string() }), { a: 'ok', 'b\u0000': 'v' })).toThrow(`b\\u0000: ${NUL}`);
+  });
+});
+
 describe('item 13: JSON nesting depth is bounded in the body parser', () => {
   it('a 200,000-deep JSON body to /api/content/batch answers 400 "nested too deeply", not 500', async () => {
     const depth = 200_000;
