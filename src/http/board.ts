@@ -35,7 +35,7 @@ export function boardMiddleware(p: Platform): Middleware {
       }
       throw err;
     }
-    refuseJobWrites(ctx.method, ctx.path);
+    await refuseJobWrites(p, ctx.method, ctx.path);
     // Built on first use: processes whose board nobody opens never load it.
     plugin ??= await boardPlugin(p);
     // What the board does not serve must not reach our routes: its body parser has already read
@@ -73,18 +73,23 @@ function keepPageLocal(ctx: Context): void {
   ctx.set('Content-Security-Policy', BOARD_CSP);
 }
 
-/** The board's job-writing routes: adding a job, and replacing a job's data. */
+/** The board's job-writing routes: adding a job, replacing a job's data, and re-running every completed job. */
 const JOB_WRITES: { method: string; path: RegExp }[] = [
   { method: 'POST', path: new RegExp(`^${BOARD_PATH}/api/queues/[^/]+/add/?$`, 'i') },
   { method: 'PATCH', path: new RegExp(`^${BOARD_PATH}/api/queues/[^/]+/[^/]+/update-data/?$`, 'i') },
+  { method: 'PUT', path: new RegExp(`^${BOARD_PATH}/api/queues/[^/]+/retry/completed/?$`, 'i') },
 ];
+/** Retrying one job: allowed for a failed job, not for a completed one (see refuseJobWrites). */
+const RETRY_ONE = new RegExp(`^${BOARD_PATH}/api/queues/([^/]+)/([^/]+)/retry/?$`, 'i');
 
 /**
  * Jobs are made by the API, for a principal it has checked, and signed (jobs/wire.ts): a job added or edited on the
  * board would name any owner and any account, so the board refuses both, for every role (root too: a worker would
- * refuse the job anyway). Retry, promote, clean, remove, pause and the rest act on jobs the API made and stay open.
+ * refuse the job anyway). Nor does it run a completed job again: that would be a new action of the job's owner
+ * (another purge of their inbox, another batch), taken by whoever clicked; a failed job's retry finishes what its
+ * owner asked for and stays open, as do promote, clean, remove and pause.
  */
-function refuseJobWrites(method: string, rawPath: string): void {
+async function refuseJobWrites(p: Platform, rawMethod: string, rawPath: string): Promise<void> {
   // The board's router matches case-insensitively and decodes: so does this check, on the path as it would read it.
   let path = rawPath;
   try {
@@ -93,8 +98,15 @@ function refuseJobWrites(method: string, rawPath: string): void {
     // undecodable: the board cannot route it either
   }
   path = path.replace(/\/{2,}/g, '/');
-  if (JOB_WRITES.some((w) => w.method === method.toUpperCase() && w.path.test(path)))
-    throw forbidden("Jobs are made through the API: Bull Board may not add jobs or change a job's data", { code: 'board_job_write_refused' });
+  const method = rawMethod.toUpperCase();
+  if (JOB_WRITES.some((w) => w.method === method && w.path.test(path)))
+    throw forbidden("Jobs are made through the API: Bull Board may not add jobs, change a job's data or run completed jobs again", {
+      code: 'board_job_write_refused',
+    });
+  const retry = method === 'PUT' ? RETRY_ONE.exec(path) : null;
+  const queue = retry && [...p.jobs.queues.values()].find((q) => q.name.toLowerCase() === retry[1]!.toLowerCase());
+  if (queue && (await queue.getJobState(retry![2]!)) === 'completed')
+    throw forbidden('A completed job is not run again from Bull Board: ask for it again through the API', { code: 'board_job_write_refused' });
 }
 
 /** The board answers GETs (pages, assets, its API) and PUTs (its actions); nothing else. */
@@ -102,6 +114,9 @@ function unservedBoardRoute(method: string, path: string): AppError {
   if (method === 'GET' || method === 'HEAD' || method === 'PUT') return new AppError(404, `No route for ${method} ${path}`, { code: 'not_found' });
   return new AppError(405, `Method ${method} not allowed for ${path} (allowed: GET, PUT)`, { code: 'method_not_allowed', headers: { Allow: 'GET, PUT' } });
 }
+
+/** No retry button on completed jobs (refused anyway: refuseJobWrites). The adapter reads the option; its types omit it. */
+const ADAPTER_OPTIONS = { allowRetries: true, allowCompletedRetries: false };
 
 async function boardPlugin(p: Platform): Promise<Middleware> {
   const [{ createBullBoard }, { BullMQAdapter }, { KoaAdapter }] = await Promise.all([
@@ -112,7 +127,7 @@ async function boardPlugin(p: Platform): Promise<Middleware> {
   const serverAdapter = new KoaAdapter();
   serverAdapter.setBasePath(BOARD_PATH);
   createBullBoard({
-    queues: [...p.jobs.queues.values()].map((q) => new BullMQAdapter(q)),
+    queues: [...p.jobs.queues.values()].map((q) => new BullMQAdapter(q, ADAPTER_OPTIONS)),
     serverAdapter,
     options: { uiConfig: { boardTitle: 'Switchyard queues' } },
   });

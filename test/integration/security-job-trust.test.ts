@@ -60,7 +60,7 @@ describe('the trust model of jobs', () => {
     for (const path of ['/mail/add', '/mail/add/', '/mail/ADD', '/mail/%61dd', '/content/add']) {
       const res = await board('POST', path, forged);
       expect(res.status, path).toBe(403);
-      expect(res.body.error, path).toMatch(/Bull Board may not add jobs or change a job's data/);
+      expect(res.body.error, path).toMatch(/Bull Board may not add jobs, change a job's data/);
     }
     const asRoot = await t.root.request('POST', '/admin/queues/api/queues/mail/add', forged, { origin: t.url });
     expect(asRoot.status).toBe(403);
@@ -151,6 +151,25 @@ describe('the trust model of jobs', () => {
     again = await settled('mail', failed.id!);
     expect(again.attemptsMade).toBe(2);
     expect(decodeFailure(again.failedReason).code).toBe('no_code');
+  });
+
+  it("Bull Board does not run a completed job again (another purge of root's inbox), one by one or all at once", async () => {
+    const purged = await t.root.post('/api/process-junk', { email: rootBox.email }, { prefer: 'respond-async' });
+    const done = await settled('mail', purged.body.jobId);
+    expect(await done.getState()).toBe('completed');
+    for (const path of [`/mail/${done.id}/retry`, `/MAIL/${done.id}/Retry/`, '/mail/retry/completed', '/mail/retry/COMPLETED']) {
+      const res = await board('PUT', path);
+      expect(res.status, path).toBe(403);
+    }
+    await sleep(300);
+    expect(await queue('mail').getJobState(done.id!)).toBe('completed');
+    expect((await queue('mail').getJob(done.id!))!.attemptsMade).toBe(1);
+    // The board shows no retry button for completed jobs.
+    const queues = (await ops.get('/admin/queues/api/queues?activeQueue=mail&status=completed')).body.queues as {
+      name: string;
+      allowCompletedRetries: boolean;
+    }[];
+    expect(queues.find((q) => q.name === 'mail')!.allowCompletedRetries).toBe(false);
   });
 
   it('a signed job naming a mail account its owner may not use is refused by the worker (the role rule checked again)', async () => {
