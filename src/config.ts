@@ -144,6 +144,8 @@ const envSchema = z.object({
   /** Each API process keeps the most used cached vectors (and their printed JSON) in this much memory. */
   EMBEDDINGS_MEMORY_CACHE_MB: int(16, 0, 4096),
   USE_LITE_PRELOAD: bool(true),
+  // Threads running the use-lite model in each worker process; one user's calls use one of them at a time.
+  USE_LITE_THREADS: int(2, 1, 16),
   /** Usage and audit logs older than this many days go, a whole day partition at a time (src/logs). */
   LOG_RETENTION_DAYS: int(30, 1, 3650),
   /** Free calls of one (user, key, model) a minute that get a consume row each; the rest of the minute's are aggregated. */

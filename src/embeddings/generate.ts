@@ -60,7 +60,7 @@ async function generateOne(p: Platform, req: GenerationRequest): Promise<Generat
     const dims = req.dimensions ?? model.defaultDimensions;
     const who: Requester = { caller: req.caller, gone: () => isGone(p, req) };
     if (model.name === USE_LITE_MODEL) {
-      const vectors = await useLiteBatcher().embed(req.inputs, who);
+      const vectors = await useLiteBatcher(p).embed(req.inputs, who);
       announceUseLite(p);
       return { ok: true, vectors: vectors.map((v) => float32ToBase64(shorten(v, dims))), promptTokens: sum(req.tokens) };
     }

@@ -3,31 +3,104 @@
 import os from 'node:os';
 import type { Platform } from '../platform.js';
 import { modelReady } from '../metrics.js';
-import { ModelBatcher } from './model-batcher.js';
-import { USE_LITE_MAX_TOKENS, USE_LITE_MODEL } from './use-lite-text.js';
-import type { SentenceEncoder } from './use-lite.js';
+import { Worker } from 'node:worker_threads';
+import { type BatchModel, ModelBatcher } from './model-batcher.js';
+import { USE_LITE_DIMENSIONS, USE_LITE_MAX_TOKENS, USE_LITE_MODEL } from './use-lite-text.js';
+import type { EmbedRequest, ThreadMessage } from './use-lite-thread.js';
 
-let loading: Promise<SentenceEncoder> | undefined;
+let loading: Promise<BatchModel> | undefined;
 let batcher: ModelBatcher | undefined;
 /** Per platform (tests run several in one process): the timer saying every 10 s that this process has use-lite. */
 const heartbeats = new WeakMap<Platform, NodeJS.Timeout>();
 /** Platforms whose worker has stopped: a job still finishing there must not say so again. */
 const withdrawn = new WeakSet<Platform>();
+/** Model threads per process: USE_LITE_THREADS of the first platform that asks (one process, one pool). */
+let threads = 2;
 
-/** The model, loaded on first use (TF.js itself is imported only then); a failed load is tried again next time. */
-function model(): Promise<SentenceEncoder> {
-  loading ??= import('./use-lite.js')
-    .then((m) => m.loadUseLite())
-    .then(
-      (encoder) => {
-        modelReady.set({ model: USE_LITE_MODEL }, 1);
-        return encoder;
+/**
+ * One model in a thread of its own (use-lite-thread.ts); calls go to it as messages, and the main thread stays free
+ * meanwhile (for the API in `npm start`, job locks, Redis and Postgres). A thread that fails to load or dies fails
+ * its calls; the next call starts the pool again.
+ */
+function startThread(onDeath: (err: Error) => void): Promise<BatchModel> {
+  return new Promise((resolve, reject) => {
+    const here = import.meta.url;
+    // Compiled, the thread is a .js file beside this one; run from TypeScript sources (tests, tsx), its .ts
+    // file needs tsx's loader, registered inside the thread.
+    const file = new URL(`./use-lite-thread.${here.endsWith('.ts') ? 'ts' : 'js'}`, here);
+    const thread = here.endsWith('.ts')
+      ? new Worker(`import('tsx/esm/api').then(({ register }) => { register(); return import(${JSON.stringify(file.href)}); })`, { eval: true })
+      : new Worker(file);
+    thread.unref(); // it must not keep a stopping process alive
+    const pending = new Map<number, { resolve: (v: Float32Array[]) => void; reject: (e: Error) => void }>();
+    let nextId = 0;
+    const fail = (err: Error) => {
+      for (const x of pending.values()) x.reject(err);
+      pending.clear();
+      onDeath(err);
+      reject(err);
+    };
+    thread.on('error', fail);
+    thread.on('exit', (code) => fail(new Error(`a use-lite thread stopped (exit code ${code})`)));
+    thread.on('message', (m: ThreadMessage) => {
+      if ('ready' in m) {
+        resolve({
+          embed(texts) {
+            return new Promise((res, rej) => {
+              const id = nextId++;
+              pending.set(id, { resolve: res, reject: rej });
+              thread.postMessage({ id, texts: [...texts] } satisfies EmbedRequest);
+            });
+          },
+        });
+      } else if ('loadError' in m) {
+        void thread.terminate();
+        fail(new Error(`use-lite could not be loaded: ${m.loadError}`));
+      } else {
+        const x = pending.get(m.id);
+        pending.delete(m.id);
+        if (!x) return;
+        if ('error' in m) x.reject(new Error(m.error));
+        else
+          x.resolve(
+            Array.from({ length: m.vectors.length / USE_LITE_DIMENSIONS }, (_, i) =>
+              m.vectors.subarray(i * USE_LITE_DIMENSIONS, (i + 1) * USE_LITE_DIMENSIONS),
+            ),
+          );
+      }
+    });
+  });
+}
+
+/**
+ * The model: `threads` threads, each with its own copy, loaded together on first use. The batcher runs at most that
+ * many calls at once; each goes to a thread that is free.
+ */
+function model(): Promise<BatchModel> {
+  loading ??= (async () => {
+    const died = (err: Error) => {
+      loading = undefined;
+      modelReady.set({ model: USE_LITE_MODEL }, 0);
+      void err;
+    };
+    const pool = await Promise.all(Array.from({ length: threads }, () => startThread(died)));
+    const free = [...pool];
+    modelReady.set({ model: USE_LITE_MODEL }, 1);
+    return {
+      async embed(texts: readonly string[]) {
+        const thread = free.pop();
+        if (!thread) throw new Error('every use-lite thread is busy'); // the batcher runs at most `threads` calls at once
+        try {
+          return await thread.embed(texts);
+        } finally {
+          free.push(thread);
+        }
       },
-      (err) => {
-        loading = undefined;
-        throw err;
-      },
-    );
+    };
+  })().catch((err) => {
+    loading = undefined;
+    throw err;
+  });
   return loading;
 }
 
@@ -43,8 +116,9 @@ export const USE_LITE_PIECES_PER_CALL = 1_024;
 const estimatedPieces = (text: string) => Math.min(USE_LITE_MAX_TOKENS, Math.ceil(text.length / 4) + 1);
 
 /** The process's batcher: use-lite texts of every job running here share model calls. */
-export function useLiteBatcher(): ModelBatcher {
-  batcher ??= new ModelBatcher(model, USE_LITE_TEXTS_PER_CALL, 0, { cost: estimatedPieces, max: USE_LITE_PIECES_PER_CALL });
+export function useLiteBatcher(p?: Platform): ModelBatcher {
+  if (!batcher && p) threads = p.config.USE_LITE_THREADS;
+  batcher ??= new ModelBatcher(model, USE_LITE_TEXTS_PER_CALL, 0, { cost: estimatedPieces, max: USE_LITE_PIECES_PER_CALL }, undefined, threads);
   return batcher;
 }
 
@@ -86,6 +160,7 @@ export async function warmUpUseLite(p: Platform): Promise<void> {
   // Only processes that consume the embeddings queue get here, so an API process never reports the gauge.
   modelReady.set({ model: USE_LITE_MODEL }, 0);
   if (!p.config.USE_LITE_PRELOAD) return;
+  useLiteBatcher(p);
   try {
     await model();
     announceUseLite(p);

@@ -1,6 +1,7 @@
 // One user cannot take the built-in models (issue 22 item 2): the workers share model calls fairly between callers, and
-// drop the texts of a caller who has gone before they reach the model. Real Postgres and Redis; the use-lite model runs in
-// this process's workers.
+// drop the texts of a caller who has gone before they reach the model, and the model never stalls the process's main
+// thread. Real Postgres and Redis; the use-lite model runs in a thread of this process's workers (one thread here: with
+// two, the other user's calls would go to the second and never wait in line at all).
 import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useLiteBatcher } from '../../src/embeddings/use-lite-worker.js';
@@ -22,7 +23,7 @@ async function userKey(name: string): Promise<string> {
 }
 
 beforeAll(async () => {
-  t = await startTestApp();
+  t = await startTestApp({ env: { USE_LITE_THREADS: '1' } });
   flooder = t.anon.withAuth(`Bearer ${await userKey('root')}`);
   other = t.anon.withAuth(`Bearer ${await userKey('bob')}`);
   // Load the model before anything is measured.
@@ -74,4 +75,22 @@ describe('use-lite shares its model calls between users', () => {
     // Only the flood's 24 texts were embedded after the first of its calls: none of the 8 of the request given up on.
     expect(batcher.texts - texts0).toBeLessThanOrEqual(24);
   }, 120_000);
+
+  it("runs the model off the process's main thread: the event loop keeps turning through a long model call", async () => {
+    const gaps: number[] = [];
+    let last = performance.now();
+    const ticker = setInterval(() => {
+      const now = performance.now();
+      gaps.push(now - last);
+      last = now;
+    }, 5);
+    const started = performance.now();
+    // Eight 128-piece inputs: one model call of ~1 s of CPU that never yields.
+    const res = await other.post('/v1/embeddings', { model: 'use-lite', input: Array.from({ length: 8 }, (_, i) => longText(300 + i)) });
+    const took = performance.now() - started;
+    clearInterval(ticker);
+    expect(res.status).toBe(200);
+    // On the main thread the call would be one gap as long as most of the request.
+    expect(Math.max(...gaps), `longest stall ${Math.max(...gaps).toFixed(0)} ms of a ${took.toFixed(0)} ms request`).toBeLessThan(took / 3);
+  }, 60_000);
 });
