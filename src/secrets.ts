@@ -88,21 +88,37 @@ export function safeEqual(a: string, b: string): boolean {
 export const SECRET_PIECE = 8;
 
 /**
- * `text` with `secret` cut out (each occurrence becomes ***), and with any run of SECRET_PIECE or more
- * characters copied from it: a text cut short in the middle of the secret, or quoting most of it, gives
- * none of it away. (A secret shorter than that is cut out only whole.)
+ * `text` with `secret` cut out (each occurrence becomes ***), and with any run of SECRET_PIECE or more characters
+ * copied from it: a text cut short in the middle of the secret, or quoting most of it, gives none of it away. The
+ * secret is also found written another way: reversed, base64 or base64url (at each of the three byte alignments it
+ * may have inside a longer encoded text), percent-encoded or as hex, in any letter case, and with spaces or any other
+ * characters between its letters and digits. (A secret shorter than SECRET_PIECE is cut out only whole.)
  */
 export function scrubSecret(text: string, secret: string): string {
   if (!secret) return text;
   const out = text.replaceAll(secret, '***');
   if (secret.length < SECRET_PIECE || out.length < SECRET_PIECE) return out;
+  // Letters and digits only, lower-cased, on both sides: what separators, case or an encoding's punctuation change
+  // does not matter. `at` maps each kept character back to its place in `out`.
+  const at: number[] = [];
+  let kept = '';
+  for (let i = 0; i < out.length; i++) {
+    const c = out.charCodeAt(i);
+    if ((c >= 48 && c <= 57) || (c >= 65 && c <= 90) || (c >= 97 && c <= 122)) {
+      at.push(i);
+      kept += out[i]!.toLowerCase();
+    }
+  }
   const pieces = new Set<string>();
-  for (let i = 0; i + SECRET_PIECE <= secret.length; i++) pieces.add(secret.slice(i, i + SECRET_PIECE));
+  for (const form of secretForms(secret)) {
+    const f = form.replace(/[^A-Za-z0-9]/g, '').toLowerCase();
+    for (let i = 0; i + SECRET_PIECE <= f.length; i++) pieces.add(f.slice(i, i + SECRET_PIECE));
+  }
   const hidden = new Uint8Array(out.length);
   let any = false;
-  for (let i = 0; i + SECRET_PIECE <= out.length; i++) {
-    if (pieces.has(out.slice(i, i + SECRET_PIECE))) {
-      hidden.fill(1, i, i + SECRET_PIECE);
+  for (let i = 0; i + SECRET_PIECE <= kept.length; i++) {
+    if (pieces.has(kept.slice(i, i + SECRET_PIECE))) {
+      hidden.fill(1, at[i]!, at[i + SECRET_PIECE - 1]! + 1);
       any = true;
     }
   }
@@ -113,4 +129,16 @@ export function scrubSecret(text: string, secret: string): string {
     else if (i === 0 || !hidden[i - 1]) scrubbed += '***';
   }
   return scrubbed;
+}
+
+/** The ways a text may carry `secret`: as it is, reversed, its bytes in base64 (three alignments; base64url differs only in punctuation) and in hex (what percent-encoding shows). */
+function secretForms(secret: string): string[] {
+  const bytes = Buffer.from(secret, 'utf8');
+  const forms = [secret, [...secret].reverse().join(''), bytes.toString('hex')];
+  for (let lead = 0; lead < 3; lead++) {
+    // The secret after `lead` other bytes: only the characters that encode its bits alone are its own.
+    const b64 = Buffer.concat([Buffer.alloc(lead), bytes]).toString('base64');
+    forms.push(b64.slice(Math.ceil((lead * 8) / 6), Math.floor(((lead + bytes.length) * 8) / 6)));
+  }
+  return forms;
 }

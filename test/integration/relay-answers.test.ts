@@ -228,6 +228,65 @@ describe('what the caller is told', () => {
     for (const r of rows) for (let i = 0; i + 8 <= secret.length; i++) expect(r.content).not.toContain(secret.slice(i, i + 8));
   });
 
+  it("a channel's key is cut out of an upstream's message when echoed reversed, base64 or base64url (each alignment), percent-encoded, as hex, upper-cased or spaced", async () => {
+    const secret = 'sk-Hq4VtR8wLm2NxB7cYp5KdJ3sFg6ZaE9u';
+    const ch = await t.root.post('/api/channel/', { type: 'openai', name: 'echo', key: secret, base_url: up.url, models: 'echo-model', price: 1000 });
+    expect(ch.status, ch.text).toBe(201);
+    const bytes = (s: string) => [...Buffer.from(s)];
+    const forms: Record<string, (k: string) => string> = {
+      reversed: (k) => [...k].reverse().join(''),
+      'base64, aligned': (k) => Buffer.from(k).toString('base64'),
+      'base64 after 1 byte': (k) => Buffer.from(`=${k}`).toString('base64'),
+      'base64url after 2 bytes': (k) => Buffer.from(`k=${k}`).toString('base64url'),
+      'base64 inside a longer text': (k) => Buffer.from(`{"authorization":"Bearer ${k}"}`).toString('base64'),
+      'percent-encoded, every byte': (k) =>
+        bytes(k)
+          .map((b) => `%${b.toString(16).toUpperCase().padStart(2, '0')}`)
+          .join(''),
+      hex: (k) => Buffer.from(k).toString('hex'),
+      'upper-cased': (k) => k.toUpperCase(),
+      'spaced out': (k) => [...k].join(' '),
+      'dotted, with a zero-width space': (k) => [...k].join('.\u200b'),
+      'spaced and reversed': (k) => [...k].reverse().join(' '),
+    };
+    /** What a reader could make of a text: as it is, reversed, without separators, percent- and base64-decoded at each offset. */
+    const readings = (text: string): string[] => {
+      const bare = text.replace(/[^A-Za-z0-9-]/g, '');
+      const out = [text, [...text].reverse().join(''), bare, [...bare].reverse().join('')];
+      out.push(text.replace(/%([0-9a-f]{2})/gi, (_, h: string) => String.fromCharCode(Number.parseInt(h, 16))));
+      for (const hex of text.match(/[0-9a-f]{16,}/gi) ?? []) for (const o of [0, 1]) out.push(Buffer.from(hex.slice(o), 'hex').toString('latin1'));
+      for (const token of text.match(/[A-Za-z0-9+/_-]{8,}/g) ?? [])
+        for (let o = 0; o < 4; o++) out.push(Buffer.from(token.slice(o).replace(/-/g, '+').replace(/_/g, '/'), 'base64').toString('latin1'));
+      return out;
+    };
+    const leaked = (text: string) => {
+      const found: string[] = [];
+      for (const r of readings(text))
+        for (let i = 0; i + 8 <= secret.length; i++) {
+          const w = secret.slice(i, i + 8);
+          if (r.includes(w) || r.includes(w.toUpperCase())) found.push(w);
+        }
+      return found;
+    };
+    for (const [name, form] of Object.entries(forms)) {
+      up.behaviour = {
+        kind: 'raw',
+        status: 400,
+        body: (call) =>
+          JSON.stringify({ error: { message: `Incorrect API key provided: ${form(call.authorization!.slice('Bearer '.length))}. See your account.` } }),
+      };
+      // The fake does echo the key in this form (the test's reader finds it there).
+      expect(leaked(form(secret)), name).not.toEqual([]);
+      const res = await t.anon.post('/v1/embeddings', { model: 'echo-model', input: `echo ${name}` }, { authorization: `Bearer ${key}` });
+      expect(res.status, `${name}: ${res.text}`).toBe(400);
+      expect(res.text, name).toMatch(/Incorrect API key provided: \S*\*\*\*/);
+      expect(leaked(res.text), `${name}: ${res.text}`).toEqual([]);
+    }
+    const rows = await t.platform.db('logs').where({ model_name: 'echo-model' }).select('content');
+    expect(rows.length).toBeGreaterThan(0);
+    for (const r of rows) expect(leaked(String(r.content)), r.content).toEqual([]);
+  });
+
   it('Retry-After is held to at most a day, whatever the channel says', () => {
     expect(retryAfterMs(new Headers({ 'retry-after': '1e306' }))).toBe(86_400_000);
     expect(retryAfterMs(new Headers({ 'retry-after-ms': '1500' }))).toBe(1500);
