@@ -22,7 +22,13 @@ let threads = 2;
  * meanwhile (for the API in `npm start`, job locks, Redis and Postgres). A thread that fails to load or dies fails
  * its calls; the next call starts the pool again.
  */
-function startThread(onDeath: (err: Error) => void): Promise<BatchModel> {
+type ModelThread = BatchModel & { stop(): void };
+
+/** The model threads running in this process (to see that a pool that lost one leaves none behind). */
+const live = new Set<Worker>();
+export const liveUseLiteThreads = (): readonly Worker[] => [...live];
+
+function startThread(onDeath: (err: Error) => void): Promise<ModelThread> {
   return new Promise((resolve, reject) => {
     const here = import.meta.url;
     // Compiled, the thread is a .js file beside this one; run from TypeScript sources (tests, tsx), its .ts
@@ -32,9 +38,14 @@ function startThread(onDeath: (err: Error) => void): Promise<BatchModel> {
       ? new Worker(`import('tsx/esm/api').then(({ register }) => { register(); return import(${JSON.stringify(file.href)}); })`, { eval: true })
       : new Worker(file);
     thread.unref(); // it must not keep a stopping process alive
+    live.add(thread);
+    thread.once('exit', () => live.delete(thread));
     const pending = new Map<number, { resolve: (v: Float32Array[]) => void; reject: (e: Error) => void }>();
     let nextId = 0;
+    let dead: Error | undefined;
     const fail = (err: Error) => {
+      if (dead) return;
+      dead = err;
       for (const x of pending.values()) x.reject(err);
       pending.clear();
       onDeath(err);
@@ -45,8 +56,11 @@ function startThread(onDeath: (err: Error) => void): Promise<BatchModel> {
     thread.on('message', (m: ThreadMessage) => {
       if ('ready' in m) {
         resolve({
+          stop: () => void thread.terminate(),
           embed(texts) {
             return new Promise((res, rej) => {
+              // A call to a thread that has died would wait for ever: it fails at once.
+              if (dead) return rej(dead);
               const id = nextId++;
               pending.set(id, { resolve: res, reject: rej });
               thread.postMessage({ id, texts: [...texts] } satisfies EmbedRequest);
@@ -76,15 +90,26 @@ function startThread(onDeath: (err: Error) => void): Promise<BatchModel> {
  * The model: `threads` threads, each with its own copy, loaded together on first use. The batcher runs at most that
  * many calls at once; each goes to a thread that is free.
  */
-function model(): Promise<BatchModel> {
-  loading ??= (async () => {
-    const died = (err: Error) => {
-      loading = undefined;
-      modelReady.set({ model: USE_LITE_MODEL }, 0);
-      void err;
-    };
-    const pool = await Promise.all(Array.from({ length: threads }, () => startThread(died)));
-    const free = [...pool];
+export function useLiteModel(): Promise<BatchModel> {
+  if (loading) return loading;
+  const started: Promise<ModelThread>[] = [];
+  let gone = false;
+  // One thread gone: the whole pool goes (its other threads would live on unused, a model copy each, and the ones
+  // stopped here report their own exits), and the next call starts a new pool.
+  const died = () => {
+    if (gone) return;
+    gone = true;
+    if (loading === pool) loading = undefined;
+    modelReady.set({ model: USE_LITE_MODEL }, 0);
+    for (const t of started)
+      void t.then(
+        (thread) => thread.stop(),
+        () => {},
+      );
+  };
+  const pool: Promise<BatchModel> = (async () => {
+    for (let i = 0; i < threads; i++) started.push(startThread(died));
+    const free = await Promise.all(started);
     modelReady.set({ model: USE_LITE_MODEL }, 1);
     return {
       async embed(texts: readonly string[]) {
@@ -97,11 +122,10 @@ function model(): Promise<BatchModel> {
         }
       },
     };
-  })().catch((err) => {
-    loading = undefined;
-    throw err;
-  });
-  return loading;
+  })();
+  pool.catch(died);
+  loading = pool;
+  return pool;
 }
 
 /**
@@ -118,7 +142,7 @@ const estimatedPieces = (text: string) => Math.min(USE_LITE_MAX_TOKENS, Math.cei
 /** The process's batcher: use-lite texts of every job running here share model calls. */
 export function useLiteBatcher(p?: Platform): ModelBatcher {
   if (!batcher && p) threads = p.config.USE_LITE_THREADS;
-  batcher ??= new ModelBatcher(model, USE_LITE_TEXTS_PER_CALL, 0, { cost: estimatedPieces, max: USE_LITE_PIECES_PER_CALL }, undefined, threads);
+  batcher ??= new ModelBatcher(useLiteModel, USE_LITE_TEXTS_PER_CALL, 0, { cost: estimatedPieces, max: USE_LITE_PIECES_PER_CALL }, undefined, threads);
   return batcher;
 }
 
@@ -162,7 +186,7 @@ export async function warmUpUseLite(p: Platform): Promise<void> {
   if (!p.config.USE_LITE_PRELOAD) return;
   useLiteBatcher(p);
   try {
-    await model();
+    await useLiteModel();
     announceUseLite(p);
   } catch (err) {
     // The worker still serves local-hash-v1; use-lite jobs try the load again (and fail with its reason).
