@@ -12,6 +12,7 @@ import * as m009 from './009_ledger.js';
 import * as m010 from './010_embeddings_functions.js';
 import * as m011 from './011_settle_what_was_taken.js';
 import * as m012 from './012_channel_creator.js';
+import * as m013 from './013_content_url_key.js';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -31,6 +32,7 @@ const migrations: [string, Migration][] = [
   ['010_embeddings_functions', m010],
   ['011_settle_what_was_taken', m011],
   ['012_channel_creator', m012],
+  ['013_content_url_key', m013],
 ];
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -15,9 +15,9 @@ export async function runBatch(db: Db, rawItems: unknown[], caller: Caller, prog
   rawItems.forEach((raw, index) => {
     const check = checkItem(raw);
     if (!check.ok) errors.push({ index, url: check.url ?? 'unknown', error: check.error });
-    else if (seen.has(check.item.url)) errors.push({ index, url: check.item.url, error: DUPLICATE_IN_BATCH });
+    else if (seen.has(check.item.urlKey)) errors.push({ index, url: check.item.url, error: DUPLICATE_IN_BATCH });
     else {
-      seen.add(check.item.url);
+      seen.add(check.item.urlKey);
       valid.push({ index, item: check.item });
     }
   });
@@ -28,10 +28,10 @@ export async function runBatch(db: Db, rawItems: unknown[], caller: Caller, prog
     valid.map((v) => v.item),
     caller,
   );
-  const idByUrl = new Map(rows.map((r) => [r.url, r.id]));
+  const idByUrl = new Map(rows.map((r) => [r.url_key, r.id]));
   const created: BatchResult['created'] = [];
   for (const v of valid) {
-    const id = idByUrl.get(v.item.url);
+    const id = idByUrl.get(v.item.urlKey);
     if (id) created.push({ index: v.index, id, url: v.item.url });
     else errors.push({ index: v.index, url: v.item.url, error: NOT_OWNER_UPSERT });
   }

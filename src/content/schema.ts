@@ -1,6 +1,7 @@
 // The content area's item and query rules, with the exact error strings of content-analyzer's API.
 import { z } from 'zod';
 import { describeIssue, httpUrl, nulIssue } from '../validate.js';
+import { urlKey } from './url-key.js';
 
 export const MISSING_FIELDS = 'Missing required fields: source, url, summary, content, score';
 export const SCORE_RANGE = 'Score must be between 0 and 10';
@@ -51,8 +52,8 @@ export const contentItemBody = itemFields.extend({
   score: z.union([z.number().min(0).max(10), z.string()]).describe('0-10, decimals allowed (a numeric string is accepted)'),
 });
 
-/** An item that passed checkItem: the validated fields, the score as a number. */
-export type NewItem = Omit<z.output<typeof itemFields>, 'analyzedAt'> & { score: number; analyzedAt: Date | null };
+/** An item that passed checkItem: the validated fields, the score as a number, the url's identity. */
+export type NewItem = Omit<z.output<typeof itemFields>, 'analyzedAt'> & { score: number; analyzedAt: Date | null; urlKey: string };
 
 export type ItemCheck = { ok: true; item: NewItem } | { ok: false; error: string; url?: string };
 
@@ -81,6 +82,7 @@ export function checkItem(raw: unknown): ItemCheck {
       score,
       analyzedBy: f.analyzedBy,
       analyzedAt: f.analyzedAt ?? null,
+      urlKey: urlKey(f.url),
     },
   };
 }

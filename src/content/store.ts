@@ -61,6 +61,7 @@ function toRow(item: NewItem, now: Date, caller: Caller) {
     id: uuidv7(),
     source: item.source,
     url: item.url,
+    url_key: item.urlKey,
     title: item.title,
     summary: item.summary,
     content: item.content,
@@ -74,8 +75,9 @@ function toRow(item: NewItem, now: Date, caller: Caller) {
 }
 
 /**
- * Inserts or updates (by url) in one statement. An existing url keeps its id, created_at and created_by.
- * Callers must not pass the same url twice (Postgres refuses to update a row twice in one statement).
+ * Inserts or updates (by url, as urlKey compares them) in one statement. An existing item keeps its id, url as first
+ * sent, created_at and created_by. Callers must not pass the same url twice (Postgres refuses to update a row twice in
+ * one statement).
  * Undefined when the url is another user's item and the caller is not an admin (nothing written).
  */
 export async function upsertItem(db: Db, item: NewItem, caller: Caller): Promise<(ContentRow & { inserted: boolean }) | undefined> {
@@ -84,19 +86,19 @@ export async function upsertItem(db: Db, item: NewItem, caller: Caller): Promise
 }
 
 /**
- * The batch form: only ids and urls come back (not a hundred contents the caller already has).
+ * The batch form: only ids and url keys come back (not a hundred contents the caller already has).
  * An item whose url is another user's (caller not an admin) is neither written nor returned.
  */
-export async function upsertItems(db: Db, items: NewItem[], caller: Caller): Promise<{ id: string; url: string }[]> {
+export async function upsertItems(db: Db, items: NewItem[], caller: Caller): Promise<{ id: string; url_key: string }[]> {
   if (items.length === 0) return [];
-  return refusingBadValues(upsert(db, items, caller).returning(['id', 'url']));
+  return refusingBadValues(upsert(db, items, caller).returning(['id', 'url_key']));
 }
 
 function upsert(db: Db, items: NewItem[], caller: Caller) {
   const now = new Date();
   const q = db('content_items')
     .insert(items.map((i) => toRow(i, now, caller)))
-    .onConflict('url')
+    .onConflict('url_key')
     .merge(UPDATED_ON_CONFLICT);
   // The ownership check is part of the one statement: a conflicting row is updated only if the caller may change it.
   const allowed = mayChange(db, caller);

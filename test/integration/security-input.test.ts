@@ -1,6 +1,7 @@
 // Issue 10, items 9, 13 and 18 on real Postgres and Redis: NUL characters are a 400 naming the field,
 // JSON nesting is bounded in the body parser, and content items are changed only by their creator or an admin.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { domainToASCII } from 'node:url';
 import { z } from 'zod';
 import { parseConfig } from '../../src/config.js';
 import { createDb } from '../../src/db.js';
@@ -104,7 +105,7 @@ describe('item 9: a NUL (U+0000) in a string is a 400 naming the field', () => {
 
   it('a value Postgres refuses becomes a 400 that is never retried, not a retriable 500', async () => {
     // What checkItem now refuses, handed to the store directly: the defence behind the validation.
-    const bad = { ...item({ title: 'x\u0000y' }), analyzedBy: null, analyzedAt: null };
+    const bad = { ...item({ title: 'x\u0000y' }), analyzedBy: null, analyzedAt: null, urlKey: 'https://example.com/bad' };
     const caller = { id: ids.alice!, role: 1 };
     await expect(contentStore.upsertItems(t.platform.db, [bad], caller)).rejects.toMatchObject({ status: 400, retriable: false });
     await expect(contentStore.upsertItem(t.platform.db, bad, caller)).rejects.toMatchObject({ status: 400, retriable: false });
@@ -138,6 +139,91 @@ describe('issue 22 item 9: a NUL in an object key of a body is a 400, like one i
     expect(res.body).toEqual({ success: false, message: `x\\u0000: ${NUL}` });
     expect(() => parse(z.object({ a: z.string() }), { a: 'ok', 'b\u0000': 'v' })).toThrow(`b\\u0000: ${NUL}`);
   });
+});
+
+describe('issue 22 item 9: one content item per url, however its scheme, host, port or fragment are written', () => {
+  it('case of scheme and host, a default port, an empty path and a fragment do not make a second item; the item keeps the url first sent', async () => {
+    const n = `${Date.now()}`;
+    const first = await alice.post('/api/content', item({ url: `https://example.com/norm-${n}/Page` }));
+    expect(first.status, first.text).toBe(201);
+    for (const url of [`HTTPS://EXAMPLE.com/norm-${n}/Page`, `https://example.com:443/norm-${n}/Page`, `https://Example.Com/norm-${n}/Page#frag`]) {
+      const again = await alice.post('/api/content', item({ url, title: url }));
+      expect(again.status, url).toBe(200);
+      expect(again.body).toMatchObject({ id: first.body.id, url: `https://example.com/norm-${n}/Page`, title: url });
+    }
+    const bare = await alice.post('/api/content', item({ url: `http://host-${n}.example` }));
+    expect(bare.status).toBe(201);
+    expect((await alice.post('/api/content', item({ url: `HTTP://HOST-${n}.EXAMPLE:80/` }))).body.id).toBe(bare.body.id);
+    const idn = await alice.post('/api/content', item({ url: `https://bücher-${n}.example/x` }));
+    expect(idn.status).toBe(201);
+    expect((await alice.post('/api/content', item({ url: `https://${domainToASCII(`bücher-${n}.example`)}/x` }))).body.id).toBe(idn.body.id);
+    // Still different items: another scheme, another port, another path (paths are case-sensitive), another query.
+    for (const url of [
+      `http://example.com/norm-${n}/Page`,
+      `https://example.com:8443/norm-${n}/Page`,
+      `https://example.com/norm-${n}/page`,
+      `https://example.com/norm-${n}/Page?q=1`,
+    ])
+      expect((await alice.post('/api/content', item({ url }))).status, url).toBe(201);
+  });
+
+  it('a batch with two spellings of one url stores one item and refuses the second as a duplicate; another user cannot replace it by respelling it', async () => {
+    const n = `${Date.now()}`;
+    const entries = [item({ url: `https://batch-${n}.example/a` }), item({ url: `https://BATCH-${n}.example:443/a#b` })];
+    const res = await alice.post('/api/content/batch', entries);
+    expect(res.body).toMatchObject({ success: 1, failed: 1 });
+    expect(res.body.errors).toEqual([{ index: 1, url: entries[1]!.url, error: 'Duplicate url in batch' }]);
+    const respelt = await bob.post('/api/content', item({ url: `https://Batch-${n}.Example/a` }));
+    expect(respelt.status).toBe(409);
+    expect(res.body.created[0].url).toBe(entries[0]!.url);
+  });
+
+  for (const embedded of [false, true]) {
+    it(`migration 013 on ${embedded ? 'PGlite' : 'Postgres'}: stored items get their url key (the first of a clash keeps it, later ones stay apart); down() gives url back its unique index`, async () => {
+      const env = await createTestEnv({ embedded });
+      const db = await createDb(parseConfig(env.env));
+      const insert = (id: string, url: string, key?: string) =>
+        db('content_items').insert({
+          id,
+          source: 's',
+          url,
+          summary: 's',
+          content: 'c',
+          score: 1,
+          analyzed_at: new Date(),
+          created_at: new Date(),
+          updated_at: new Date(),
+          ...(key ? { url_key: key } : {}),
+        });
+      const keys = async () => Object.fromEntries((await db('content_items').orderBy('id').select('id', 'url_key')).map((r) => [r.id.slice(-1), r.url_key]));
+      try {
+        await db.migrate.latest({ migrationSource });
+        await db.migrate.down({ migrationSource, name: '013_content_url_key' });
+        expect(await db.schema.hasColumn('content_items', 'url_key')).toBe(false);
+        await insert('01900000-0000-7000-8000-000000000001', 'https://EXAMPLE.com:443/m#x');
+        await insert('01900000-0000-7000-8000-000000000002', 'https://example.com/m');
+        await insert('01900000-0000-7000-8000-000000000003', 'https://other.example');
+        await db.migrate.up({ migrationSource, name: '013_content_url_key' });
+        expect(await keys()).toEqual({
+          1: 'https://example.com/m',
+          2: 'https://example.com/m#01900000-0000-7000-8000-000000000002',
+          3: 'https://other.example/',
+        });
+        await expect(insert('01900000-0000-7000-8000-000000000004', 'https://x.example', 'https://other.example/')).rejects.toMatchObject({ code: '23505' });
+        await db.migrate.down({ migrationSource, name: '013_content_url_key' });
+        expect(await db.schema.hasColumn('content_items', 'url_key')).toBe(false);
+        await expect(insert('01900000-0000-7000-8000-000000000005', 'https://other.example')).rejects.toMatchObject({ code: '23505' });
+        await db.migrate.up({ migrationSource, name: '013_content_url_key' });
+        expect(Object.keys(await keys())).toHaveLength(3);
+        // A row inserted by SQL alone, with no key, is keyed by its url as written.
+        await insert('01900000-0000-7000-8000-000000000006', 'https://sql.example/x');
+        expect((await keys())[6]).toBe('https://sql.example/x');
+      } finally {
+        await db.destroy();
+        await env.cleanup();
+      }
+    });
+  }
 });
 
 describe('item 13: JSON nesting depth is bounded in the body parser', () => {
