@@ -4,7 +4,7 @@ import type { Platform } from '../platform.js';
 import { ROLE } from '../accounts/schema.js';
 import { authorize } from './auth.js';
 import type { Endpoint } from './route.js';
-import { AppError, forbidden } from '../errors.js';
+import { AppError, badRequest, forbidden, notFound } from '../errors.js';
 
 export const BOARD_PATH = '/admin/queues';
 
@@ -35,7 +35,7 @@ export function boardMiddleware(p: Platform): Middleware {
       }
       throw err;
     }
-    await refuseJobWrites(p, ctx.method, ctx.path);
+    if (await guardJobWrites(p, ctx)) return;
     // Built on first use: processes whose board nobody opens never load it.
     plugin ??= await boardPlugin(p);
     // What the board does not serve must not reach our routes: its body parser has already read
@@ -79,7 +79,7 @@ const JOB_WRITES: { method: string; path: RegExp }[] = [
   { method: 'PATCH', path: new RegExp(`^${BOARD_PATH}/api/queues/[^/]+/[^/]+/update-data/?$`, 'i') },
   { method: 'PUT', path: new RegExp(`^${BOARD_PATH}/api/queues/[^/]+/retry/completed/?$`, 'i') },
 ];
-/** Retrying one job: allowed for a failed job, not for a completed one (see refuseJobWrites). */
+/** Retrying one job: answered here, for a failed job only (see guardJobWrites). */
 const RETRY_ONE = new RegExp(`^${BOARD_PATH}/api/queues/([^/]+)/([^/]+)/retry/?$`, 'i');
 
 /**
@@ -88,25 +88,40 @@ const RETRY_ONE = new RegExp(`^${BOARD_PATH}/api/queues/([^/]+)/([^/]+)/retry/?$
  * refuse the job anyway). Nor does it run a completed job again: that would be a new action of the job's owner
  * (another purge of their inbox, another batch), taken by whoever clicked; a failed job's retry finishes what its
  * owner asked for and stays open, as do promote, clean, remove and pause.
+ *
+ * The retry of one job is done here rather than by the board, whose handler reads the job's state and then retries it
+ * "from" that state: a job finishing between the two was retried as completed. BullMQ's retry from the failed state
+ * moves the job only if it is in the failed set, in one script. Answers true when it has answered the request.
  */
-async function refuseJobWrites(p: Platform, rawMethod: string, rawPath: string): Promise<void> {
+async function guardJobWrites(p: Platform, ctx: Context): Promise<boolean> {
   // The board's router matches case-insensitively and decodes: so does this check, on the path as it would read it.
-  let path = rawPath;
+  let path = ctx.path;
   try {
-    path = decodeURIComponent(rawPath);
+    path = decodeURIComponent(ctx.path);
   } catch {
     // undecodable: the board cannot route it either
   }
   path = path.replace(/\/{2,}/g, '/');
-  const method = rawMethod.toUpperCase();
+  const method = ctx.method.toUpperCase();
   if (JOB_WRITES.some((w) => w.method === method && w.path.test(path)))
     throw forbidden("Jobs are made through the API: Bull Board may not add jobs, change a job's data or run completed jobs again", {
       code: 'board_job_write_refused',
     });
   const retry = method === 'PUT' ? RETRY_ONE.exec(path) : null;
   const queue = retry && [...p.jobs.queues.values()].find((q) => q.name.toLowerCase() === retry[1]!.toLowerCase());
-  if (queue && (await queue.getJobState(retry![2]!)) === 'completed')
-    throw forbidden('A completed job is not run again from Bull Board: ask for it again through the API', { code: 'board_job_write_refused' });
+  if (!queue) return false;
+  const job = await queue.getJob(retry![2]!);
+  if (!job) throw notFound('Job not found');
+  try {
+    await job.retry('failed');
+  } catch {
+    const state = await job.getState();
+    if (state === 'completed')
+      throw forbidden('A completed job is not run again from Bull Board: ask for it again through the API', { code: 'board_job_write_refused' });
+    throw badRequest(`Only a failed job can be retried (this one is ${state})`, { code: 'job_not_retriable' });
+  }
+  ctx.status = 204;
+  return true;
 }
 
 /** The board answers GETs (pages, assets, its API) and PUTs (its actions); nothing else. */
@@ -115,7 +130,7 @@ function unservedBoardRoute(method: string, path: string): AppError {
   return new AppError(405, `Method ${method} not allowed for ${path} (allowed: GET, PUT)`, { code: 'method_not_allowed', headers: { Allow: 'GET, PUT' } });
 }
 
-/** No retry button on completed jobs (refused anyway: refuseJobWrites). The adapter reads the option; its types omit it. */
+/** No retry button on completed jobs (refused anyway: guardJobWrites). The adapter reads the option; its types omit it. */
 const ADAPTER_OPTIONS = { allowRetries: true, allowCompletedRetries: false };
 
 async function boardPlugin(p: Platform): Promise<Middleware> {

@@ -172,6 +172,28 @@ describe('the trust model of jobs', () => {
     expect(queues.find((q) => q.name === 'mail')!.allowCompletedRetries).toBe(false);
   });
 
+  it('a job retried from Bull Board while it finishes is not run again: only a failed job is retried, in one step', async () => {
+    // The board read the state, then retried "from" it: a job completing in between was retried as completed.
+    for (let round = 0; round < 3; round++) {
+      const res = await t.root.post('/api/process-junk', { email: rootBox.email }, { prefer: 'respond-async' });
+      const id = res.body.jobId as string;
+      const statuses: number[] = [];
+      let finished = false;
+      const hammer = async () => {
+        while (!finished) statuses.push((await board('PUT', `/mail/${id}/retry`)).status);
+      };
+      const loops = Array.from({ length: 4 }, hammer);
+      await settled('mail', id);
+      await sleep(300);
+      finished = true;
+      await Promise.all(loops);
+      const job = (await queue('mail').getJob(id))!;
+      expect(await job.getState(), `round ${round}: ${statuses.join(',')}`).toBe('completed');
+      expect(job.attemptsMade, `round ${round}: ${statuses.join(',')}`).toBe(1);
+      expect(statuses).not.toContain(204);
+    }
+  });
+
   it('a signed job naming a mail account its owner may not use is refused by the worker (the role rule checked again)', async () => {
     // As if an API check had missed: the job is the API's own (enqueue signs it), but ops may not use root's account.
     const id = await t.platform.jobs.enqueue('mail.purge', { accountId: rootBox.id, mailbox: 'INBOX' }, { owner: opsId });
