@@ -145,7 +145,12 @@ async function dispatch(
     await job.moveToDelayed(Date.now() + SLOT_RETRY_MS * (0.5 + Math.random()), token);
     throw new DelayedError();
   }
-  const renewal = setInterval(() => slots.renew(job.queueName, owner!, job.id!).catch(() => {}), Math.max(1_000, p.config.JOB_LOCK_MS / 3));
+  // A slot lost on renewal (it lapsed while this process or Redis stalled, and the owner's other jobs took it) does
+  // not stop the job: cutting a mail send or fetch halfway costs more than one job over the cap until it ends.
+  const renew = async () => {
+    if (!(await slots.renew(job.queueName, owner!, job.id!, limit))) p.log.warn({ jobId: job.id, owner }, 'a job lost its per-owner slot while running');
+  };
+  const renewal = setInterval(() => renew().catch(() => {}), Math.max(1_000, p.config.JOB_LOCK_MS / 3));
   try {
     return await runJob(p, entry, def, job, signal);
   } finally {

@@ -265,7 +265,12 @@ export function jobsRouter(p: Platform): ApiRouter {
     });
     const heartbeat = setInterval(() => {
       stream.write(': keep-alive\n\n');
-      streams.renew(STREAM_SLOTS, owner, lease).catch(() => {});
+      // A lease that lapsed (this process or Redis stalled past it) while the user's other streams took every slot is
+      // lost: this stream ends rather than run uncounted past JOB_EVENT_STREAMS_PER_USER.
+      streams
+        .renew(STREAM_SLOTS, owner, lease, max)
+        .then((held) => held || finish())
+        .catch(() => {});
     }, STREAM_HEARTBEAT_MS);
     ctx.req.on('close', finish);
     // Gone while its lease was taken: its 'close' came before the listener.
