@@ -1,6 +1,12 @@
 // Attempt limits per key in fixed windows (login throttling), counted in Redis with an in-process fallback.
 import type { Redis } from './redis.js';
 
+// KEYS[1] a counter. Takes one attempt back only while its window lasts: a DECR after the key expired would make a
+// new key at -1 with no TTL, and the next window would start below zero and never end.
+const GIVE_BACK = `
+if (tonumber(redis.call('GET', KEYS[1])) or 0) > 0 then return redis.call('DECR', KEYS[1]) end
+return 0`;
+
 /** One key's count after an attempt, and the seconds until its window ends. */
 export interface Counted {
   count: number;
@@ -50,7 +56,7 @@ export class AttemptLimiter {
     for (const key of clear) this.local.delete(key);
     try {
       // Key by key: on a Redis Cluster they live in different slots.
-      await Promise.all([...giveBack.map((key) => this.redis.decr(this.k(key))), ...clear.map((key) => this.redis.del(this.k(key)))]);
+      await Promise.all([...giveBack.map((key) => this.redis.eval(GIVE_BACK, 1, this.k(key))), ...clear.map((key) => this.redis.del(this.k(key)))]);
     } catch {
       // Redis is away: its counters lapse with their window anyway.
     }
