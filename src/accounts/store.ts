@@ -59,6 +59,12 @@ export const findUserByUsername = (db: Db, username: string) =>
     .first();
 
 /** The ids of users below a role, as a subquery (other areas apply the role rule with it). */
+/** The roles of these users (those that exist), by id. */
+export async function rolesOfUsers(db: Db, ids: number[]): Promise<Map<number, number>> {
+  const rows = await db<UserRow>('users').whereIn('id', ids).select('id', 'role');
+  return new Map(rows.map((r) => [r.id, r.role]));
+}
+
 export const userIdsBelowRole = (db: Db, role: number) => db('users').select('id').where('role', '<', role);
 
 /**

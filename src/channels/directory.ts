@@ -1,5 +1,7 @@
-// Every channel as routing needs it, re-read from Postgres every few seconds, per process.
+// Every channel as routing needs it, re-read from Postgres every few seconds, per process; and who may use which.
 import type { Db } from '../db.js';
+import { ROLE } from '../accounts/schema.js';
+import { rolesOfUsers, type Viewer } from '../accounts/store.js';
 import { CHANNEL_STATUS, type ChannelRow } from './schema.js';
 import { addChannelUsage } from './store.js';
 
@@ -15,7 +17,23 @@ export interface ChannelEntry {
   weight: number;
   price: number | null;
   status: number;
+  /** Who made it, with their role as last read; null: root's (made by root, before makers were recorded, or its maker was deleted). */
+  maker: { id: number; role: number } | null;
 }
+
+/**
+ * The routing rule, the one place it is decided: a channel serves its maker and the users below its maker's role; root's
+ * channels (and those without a maker) serve everyone. An admin's channel must never see root's texts, answer root's
+ * vectors or set root's price. `null`: a caller not known (only the channels that serve everyone).
+ */
+export function serves(channel: ChannelEntry, caller: Viewer | null): boolean {
+  const maker = channel.maker;
+  if (maker === null || maker.role >= ROLE.root) return true;
+  return caller !== null && (maker.id === caller.id || maker.role > caller.role);
+}
+
+/** Whether any caller may be given this channel's answers (so they may be kept in the shared cache). */
+export const servesEveryone = (channel: ChannelEntry) => serves(channel, null);
 
 /** Failed writes in a row after which a channel's unwritten usage is dropped. */
 const MAX_FLUSH_FAILURES = 10;
@@ -85,7 +103,10 @@ export class ChannelDirectory {
     if (this.cache && Date.now() - this.cache.at < this.ttlMs) return this.cache.entries;
     this.loading ??= this.db<ChannelRow>('channels')
       .select('*')
-      .then((rows) => {
+      .then(async (rows) => {
+        // The makers' roles, read with the channels (every ttlMs, not per call): a promotion or demotion applies within ttlMs.
+        const makers = [...new Set(rows.flatMap((r) => (r.created_by === null ? [] : [r.created_by])))];
+        const roles = makers.length ? await rolesOfUsers(this.db, makers) : new Map<number, number>();
         const entries = rows.map((r) => ({
           id: r.id,
           name: r.name,
@@ -97,6 +118,8 @@ export class ChannelDirectory {
           weight: r.weight,
           price: r.price,
           status: r.status,
+          // A maker deleted between the two reads (created_by is about to be null): serves no one until the next read.
+          maker: r.created_by === null ? null : { id: r.created_by, role: roles.get(r.created_by) ?? -1 },
         }));
         this.cache = { at: Date.now(), entries };
         return entries;
@@ -105,13 +128,18 @@ export class ChannelDirectory {
     return this.loading;
   }
 
+  /** The channels `caller` may use (see serves()), enabled or not. */
+  async usableBy(caller: Viewer | null): Promise<ChannelEntry[]> {
+    return (await this.all()).filter((c) => serves(c, caller));
+  }
+
   /**
-   * Whether a model can be served: unknown (no channel lists it), no-channel (all its channels are
-   * disabled), no-price (none of its enabled channels has a price: it is refused, never given
-   * away), or ok with its price (the highest among them) and the channels that may serve it.
+   * Whether a model can be served to `caller`, over the channels it may use only: unknown (none of them lists it, as
+   * for a model nobody serves), no-channel (all of them are disabled), no-price (none of the enabled ones has a
+   * price: it is refused, never given away), or ok with its price (the highest among them) and the channels to try.
    */
-  async availability(model: string): Promise<ModelAvailability> {
-    const listing = (await this.all()).filter((c) => c.models.has(model));
+  async availability(model: string, caller: Viewer | null): Promise<ModelAvailability> {
+    const listing = (await this.usableBy(caller)).filter((c) => c.models.has(model));
     if (listing.length === 0) return { kind: 'unknown' };
     const enabled = listing.filter((c) => c.status === CHANNEL_STATUS.enabled);
     if (enabled.length === 0) return { kind: 'no-channel' };
@@ -120,10 +148,10 @@ export class ChannelDirectory {
     return { kind: 'ok', price: Math.max(...priced.map((c) => c.price!)), channels: priced };
   }
 
-  /** Models that an enabled, priced channel serves. */
-  async servedModels(): Promise<string[]> {
+  /** Models that an enabled, priced channel `caller` may use serves. */
+  async servedModels(caller: Viewer | null): Promise<string[]> {
     const out = new Set<string>();
-    for (const c of await this.all()) if (c.status === CHANNEL_STATUS.enabled && c.price !== null) for (const m of c.models) out.add(m);
+    for (const c of await this.usableBy(caller)) if (c.status === CHANNEL_STATUS.enabled && c.price !== null) for (const m of c.models) out.add(m);
     return [...out].sort();
   }
 }

@@ -2,8 +2,9 @@
 // by the API itself, src/embeddings/upstream.ts; a job for one, queued by an older API, is still run.)
 import type { Platform } from '../platform.js';
 import { toAppError } from '../errors.js';
-import { embedLocalHash } from './local-hash.js';
+import { embedLocalHash, LOCAL_HASH_MODEL } from './local-hash.js';
 import { resolveModel } from './models.js';
+import { getUser } from '../accounts/store.js';
 import { float32ToBase64, type GenerationOutcome, type GenerationRequest } from './schema.js';
 import { upstreamJob } from './upstream.js';
 import { USE_LITE_MODEL } from './use-lite-text.js';
@@ -55,7 +56,11 @@ export async function stopEmbeddings(p: Platform): Promise<void> {
 }
 
 async function generateOne(p: Platform, req: GenerationRequest): Promise<GenerationOutcome> {
-  const model = await resolveModel(p.config, p.channels, req.model);
+  // Built-in models first: no caller to look up on the hot path. An upstream job names its caller by id (an older
+  // API's job without one may use only the channels that serve everyone).
+  const local = req.model === LOCAL_HASH_MODEL || req.model === USE_LITE_MODEL;
+  const caller = local || req.caller === undefined ? null : ((await getUser(p.db, req.caller)) ?? null);
+  const model = await resolveModel(p.config, p.channels, req.model, caller);
   if (model.kind === 'local') {
     const dims = req.dimensions ?? model.defaultDimensions;
     const who: Requester = { caller: req.caller, gone: () => isGone(p, req) };

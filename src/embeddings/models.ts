@@ -1,6 +1,7 @@
 // Which models exist: the built-in local ones and whatever enabled, priced channels serve.
 import type { Config } from '../config.js';
 import type { ChannelDirectory, ChannelEntry } from '../channels/directory.js';
+import type { Viewer } from '../accounts/store.js';
 import { AppError, badRequest, notFound } from '../errors.js';
 import { LOCAL_HASH_DEFAULT_DIMENSIONS, LOCAL_HASH_MAX_DIMENSIONS, LOCAL_HASH_MODEL } from './local-hash.js';
 import { USE_LITE_DIMENSIONS, USE_LITE_MODEL } from './use-lite-text.js';
@@ -11,15 +12,18 @@ export type ResolvedModel =
 
 export const LOCAL_MODELS = [LOCAL_HASH_MODEL, USE_LITE_MODEL] as const;
 
-/** Resolves a model name or throws the OpenAI-shaped error: 404 unknown, 400 unpriced, 503 no channel. */
-export async function resolveModel(config: Config, channels: ChannelDirectory, name: string): Promise<ResolvedModel> {
+/**
+ * Resolves a model name for `caller` or throws the OpenAI-shaped error: 404 unknown, 400 unpriced, 503 no channel. An
+ * upstream model's channels and price are those of the channels the caller may use (ChannelDirectory.usableBy).
+ */
+export async function resolveModel(config: Config, channels: ChannelDirectory, name: string, caller: Viewer | null): Promise<ResolvedModel> {
   if (name === LOCAL_HASH_MODEL) {
     return { kind: 'local', name, price: config.LOCAL_MODEL_PRICE, defaultDimensions: LOCAL_HASH_DEFAULT_DIMENSIONS, maxDimensions: LOCAL_HASH_MAX_DIMENSIONS };
   }
   if (name === USE_LITE_MODEL) {
     return { kind: 'local', name, price: config.LOCAL_MODEL_PRICE, defaultDimensions: USE_LITE_DIMENSIONS, maxDimensions: USE_LITE_DIMENSIONS };
   }
-  const a = await channels.availability(name);
+  const a = await channels.availability(name, caller);
   switch (a.kind) {
     case 'unknown':
       throw notFound(`The model '${name}' does not exist or you do not have access to it.`, {

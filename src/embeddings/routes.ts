@@ -33,7 +33,7 @@ export function embeddingsRouter(p: Platform): ApiRouter {
     const principal = await authorizeApiKey(ctx, p);
     const token = principal.token!;
     const req = parseEmbeddingsRequest(ctx.request.body, ctx.params.model);
-    const model = await resolveModel(p.config, p.channels, req.model);
+    const model = await resolveModel(p.config, p.channels, req.model, principal.user);
     if (!modelAllowed(token.models, req.model)) {
       throw forbidden(`This API key may not use the model '${req.model}'.`, { code: 'model_not_allowed', type: 'invalid_request_error', param: 'model' });
     }
@@ -145,8 +145,8 @@ export function embeddingsRouter(p: Platform): ApiRouter {
   const modelObject = (id: string, ownedBy: string) => ({ id, object: 'model', created: CREATED, owned_by: ownedBy });
 
   async function visibleModels(ctx: Context) {
-    const { token } = await authorizeApiKey(ctx, p);
-    const upstream = await p.channels.servedModels();
+    const { token, user } = await authorizeApiKey(ctx, p);
+    const upstream = await p.channels.servedModels(user);
     return [
       ...LOCAL_MODELS.map((m) => modelObject(m, 'switchyard')),
       ...upstream.filter((m) => !LOCAL_MODELS.includes(m as never)).map((m) => modelObject(m, 'upstream')),

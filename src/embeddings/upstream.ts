@@ -9,6 +9,7 @@ import { relayEmbeddings, relayTimedOut } from './relay.js';
 import type { GenerationRequest } from './schema.js';
 import { type CachedVector, VectorCache } from './store.js';
 import { UpstreamCalls } from './calls.js';
+import { servesEveryone } from '../channels/directory.js';
 
 const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
 
@@ -24,7 +25,10 @@ export interface UpstreamVectors {
   channelId?: number;
   /** What the channel's part of the call costs (its tokens at the model's price): added to the channel's used_quota once the call is charged. */
   channelQuota?: number;
-  /** Vectors the upstream sent for this call, not yet in the cache. */
+  /**
+   * Vectors the upstream sent for this call, for the cache: only a channel that serves everyone (root's) fills it. The
+   * cache is shared by all callers, and a vector from an admin's channel must never reach a caller it does not serve.
+   */
   fresh: { hash: string; vector: Buffer; tokens: number }[];
 }
 
@@ -81,9 +85,10 @@ export async function upstreamVectors(
       { dimensions: req.dimensions, tokens: sum(missing.map((h) => tokensOf.get(h)!)), deadline, refused },
     );
     channelId = relayed.channel.id;
-    fresh = missing.map((h, i) => ({ hash: h, vector: relayed.vectors[i]!, tokens: tokensOf.get(h)! }));
-    for (const r of fresh) vectorByHash.set(r.hash, { vector: r.vector, tokens: r.tokens });
-    const relayedTokens = relayed.promptTokens ?? sum(fresh.map((r) => r.tokens));
+    const answered = missing.map((h, i) => ({ hash: h, vector: relayed.vectors[i]!, tokens: tokensOf.get(h)! }));
+    for (const r of answered) vectorByHash.set(r.hash, { vector: r.vector, tokens: r.tokens });
+    if (servesEveryone(relayed.channel)) fresh = answered;
+    const relayedTokens = relayed.promptTokens ?? sum(answered.map((r) => r.tokens));
     promptTokens += relayedTokens;
     channelQuota = costOf(relayedTokens, model.price);
   }
