@@ -108,7 +108,7 @@ const BLOCKED_V4 = compile(V4, 'ipv4');
 const BLOCKED_V6 = compile(V6, 'ipv6');
 
 /** The 16 bytes of a valid IPv6 text (net.isIP(text) === 6). Hand-written: node has no inet_pton. */
-function ipv6Bytes(text: string): number[] {
+export function ipv6Bytes(text: string): number[] {
   let s = text;
   const tail: number[] = [];
   const dotted = s.match(/:(\d+\.\d+\.\d+\.\d+)$/);

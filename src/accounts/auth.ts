@@ -2,6 +2,7 @@
 // makes and ends sessions, forgets a user's cached credentials, and creates root on first start.
 import crypto from 'node:crypto';
 import { TtlCache } from '../cache.js';
+import { addressLimitKey } from '../client-address.js';
 import type { Config } from '../config.js';
 import type { Db } from '../db.js';
 import { tooManyRequests, unauthorized, forbidden } from '../errors.js';
@@ -201,9 +202,13 @@ export class Authenticator {
       );
   }
 
-  /** Failed-login counters: per client address, per (username, address), per username (normalised as for lookups). */
+  /**
+   * Failed-login counters: per client address, per (username, address), per username (normalised as for lookups).
+   * An address is its limit key: an IPv6 /64 is one address, so its 2^64 spellings are not as many fresh counts.
+   */
   private limitKeys(username: string, attempt: Attempt): { ip: string; pair: string; name: string } {
     const name = usernameKey(username);
-    return { ip: `ip:${attempt.ip}`, pair: `pair:${name}@${attempt.ip}`, name: `user:${name}` };
+    const from = addressLimitKey(attempt.ip);
+    return { ip: `ip:${from}`, pair: `pair:${name}@${from}`, name: `user:${name}` };
   }
 }

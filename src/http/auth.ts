@@ -3,6 +3,7 @@
 import type { Context } from 'koa';
 import type { Principal } from '../accounts/auth.js';
 import { USER_STATUS } from '../accounts/schema.js';
+import { bareAddress } from '../client-address.js';
 import { hasLimits, ipAllowed, isExhausted, isExpired } from '../accounts/tokens.js';
 import { forbidden, unauthorized } from '../errors.js';
 import type { Platform } from '../platform.js';
@@ -17,10 +18,9 @@ declare module 'koa' {
   }
 }
 
-/** The client address, with IPv4-mapped IPv6 unwrapped. */
+/** The client address, without a port a proxy wrote with it, and with IPv4-mapped IPv6 unwrapped. */
 export function clientIp(ctx: Context): string {
-  const ip = ctx.ip || ctx.req.socket.remoteAddress || '';
-  return ip.startsWith('::ffff:') ? ip.slice(7) : ip;
+  return bareAddress(ctx.ip || ctx.req.socket.remoteAddress || '');
 }
 
 /** Who makes a password attempt, for the login limiter. */

@@ -184,6 +184,31 @@ describe(`the login limiter (here: ${LOGIN.LOGIN_MAX_FAILURES_PER_USER} failures
     expect(next.status).toBe(429);
   });
 
+  it('an IPv6 /64 is one address: 28 addresses of it past the per-username limit are refused as one, the owner from another /64 gets in', async () => {
+    await user('v6-victim');
+    const perUser = LOGIN.LOGIN_MAX_FAILURES_PER_USER;
+    for (let i = 0; i < perUser + 1; i++) expect((await login('v6-victim', `wrong-${i}`, `2001:db8:${i + 1}::1`)).status, `/64 ${i}`).toBe(401);
+    // Past the limit: the /64's first address gets its one guess; its 27 others are that address again.
+    expect((await login('v6-victim', 'wrong-first', '2001:db8:ff::1')).status).toBe(401);
+    const rest = [];
+    for (let i = 2; i <= 28; i++) rest.push((await login('v6-victim', `wrong-${i}`, `2001:db8:ff::${i.toString(16)}:${i}`)).status);
+    expect(rest).toEqual(new Array(27).fill(429));
+    const owner = await login('v6-victim', 'v6-victim-password', '[2001:db8:aaaa::1]:443');
+    expect(owner.status, owner.text).toBe(200);
+  });
+
+  it('an address is counted without the port a proxy wrote with it, and an IPv4-mapped IPv6 address is its IPv4 address', async () => {
+    await user('port-victim');
+    for (let i = 0; i < 5; i++) expect((await login('port-victim', `wrong-${i}`, `198.18.20.1:${5555 + i}`)).status).toBe(401);
+    for (let i = 5; i < 8; i++) expect((await login('port-victim', `wrong-${i}`, '::ffff:198.18.20.1')).status).toBe(401);
+    for (let i = 8; i < 10; i++) expect((await login('port-victim', `wrong-${i}`, `[::ffff:198.18.20.1]:${6666 + i}`)).status).toBe(401);
+    // Ten failures of one address, whatever its spelling: the eleventh is refused, the right password included.
+    const refused = await login('port-victim', 'port-victim-password', '198.18.20.1:6666');
+    expect(refused.status).toBe(429);
+    expect(refused.body.message).toMatch(/for this user from your address/);
+    expect((await login('port-victim', 'port-victim-password', '198.18.20.2:5555')).status).toBe(200);
+  });
+
   it('cannot be sidestepped by a username that Postgres and JavaScript lower-case differently (İ)', async () => {
     await user('ivan');
     for (let i = 0; i < 10; i++) expect((await login('ivan', `wrong-${i}`, '198.18.1.1')).status).toBe(401);
