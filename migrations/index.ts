@@ -13,6 +13,7 @@ import * as m010 from './010_embeddings_functions.js';
 import * as m011 from './011_settle_what_was_taken.js';
 import * as m012 from './012_channel_creator.js';
 import * as m013 from './013_content_url_key.js';
+import * as m014 from './014_channel_cache_purge.js';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -33,6 +34,7 @@ const migrations: [string, Migration][] = [
   ['011_settle_what_was_taken', m011],
   ['012_channel_creator', m012],
   ['013_content_url_key', m013],
+  ['014_channel_cache_purge', m014],
 ];
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -50,6 +50,7 @@ for (const embedded of [false, true]) {
           '011_settle_what_was_taken',
           '012_channel_creator',
           '013_content_url_key',
+          '014_channel_cache_purge',
         ]);
         for (const t of TABLES) expect(await db.schema.hasTable(t), t).toBe(true);
         // The counters' triggers work right after migrating.

@@ -5,6 +5,7 @@ import { HttpClient } from '../helpers/http.js';
 import { startTestApp, type TestApp } from '../helpers/services.js';
 import { FakeOpenAI } from '../helpers/fake-openai.js';
 import { generate } from '../../src/embeddings/generate.js';
+import { up as purgeCache } from '../../migrations/014_channel_cache_purge.js';
 
 let t: TestApp;
 let rootUp: FakeOpenAI;
@@ -145,5 +146,23 @@ describe("an admin's channel does not serve root", () => {
       expect((await job(caller, text)).ok).toBe(true);
     expect(inputsSeen(rootUp)).toEqual(['job root', 'job nobody']);
     expect(inputsSeen(adminUp)).toEqual(['job common']);
+  });
+
+  it("migration 014 drops what was cached, before the rule, for the models an admin's channel serves; root-only models keep theirs", async () => {
+    await channel(t.root, rootUp, 'purge-root-model', 0, 10);
+    await channel(admin, adminUp, 'purge-admin-model,purge-other', 0, 10);
+    const row = (model: string) => ({
+      model,
+      dimensions: 0,
+      input_hash: model
+        .padEnd(64, '0')
+        .slice(0, 64)
+        .replace(/[^0-9a-f]/g, 'a'),
+      vector: Buffer.alloc(16),
+      tokens: 1,
+    });
+    await t.platform.db('embedding_cache').insert(['purge-root-model', 'purge-admin-model', 'purge-other'].map(row));
+    await purgeCache(t.platform.db);
+    expect((await t.platform.db('embedding_cache').where('model', 'like', 'purge-%').pluck('model')).sort()).toEqual(['purge-root-model']);
   });
 });
