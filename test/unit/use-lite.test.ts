@@ -150,7 +150,7 @@ describe('vectors', () => {
 
   it('an empty text does not throw: it is the lone word-boundary piece, with a fixed unit vector', async () => {
     const boundary = vocabulary.findIndex(([piece]) => piece === '\u2581');
-    expect(encoder.tokenize('')).toEqual({ ids: [boundary], count: 1, truncated: false });
+    expect(encoder.tokenize('')).toEqual({ ids: [boundary], count: 1, truncated: false, read: 0 });
     const [a, b] = await encoder.embed(['', '']);
     expect(Math.abs(norm(a) - 1)).toBeLessThan(1e-5);
     expect(cosine(a, b)).toBeGreaterThan(0.9999);
