@@ -245,8 +245,11 @@ describe('on a Redis Cluster (3 masters, 3 replicas)', () => {
     const masterPort = await cluster.masterOf('{switchyard-content}');
     const view = await cluster.view();
     const masterId = view.find((n) => n.port === masterPort)!.id;
-    const replicaPort = view.find((n) => n.role === 'replica' && n.masterId === masterId && !n.failed)!.port;
-    const replica = cluster.nodes.find((n) => n.port === replicaPort)!;
+    // Every replica of that master: after the failovers above, the cluster may have moved a second one to it, and one
+    // replica left running would answer the WAIT.
+    const replicaPorts = view.filter((n) => n.role === 'replica' && n.masterId === masterId && !n.failed).map((n) => n.port);
+    const replicas = cluster.nodes.filter((n) => replicaPorts.includes(n.port));
+    const replicaPort = replicaPorts[0]!;
     const queue = async () => {
       const started = Date.now();
       const res = await root.post('/api/content/batch', [item('replicated')], { prefer: 'respond-async' });
@@ -256,13 +259,13 @@ describe('on a Redis Cluster (3 masters, 3 replicas)', () => {
     await queue(); // warm
     // The replica frozen (not long enough for the cluster to give up on it): the WAIT runs out before the 202s. Eight
     // enqueues at once share the waits (one WAIT each, in turn, would take eight times 250 ms on the connection).
-    process.kill(replica.pid, 'SIGSTOP');
+    for (const replica of replicas) process.kill(replica.pid, 'SIGSTOP');
     let frozen: { ms: number }[];
     const started = Date.now();
     try {
       frozen = await Promise.all(Array.from({ length: 8 }, () => queue()));
     } finally {
-      process.kill(replica.pid, 'SIGCONT');
+      for (const replica of replicas) process.kill(replica.pid, 'SIGCONT');
     }
     const took = Date.now() - started;
     expect(Math.max(...frozen.map((f) => f.ms)), 'the 202s waited for the replica').toBeGreaterThanOrEqual(200);
