@@ -24,6 +24,8 @@ export const MAX_JSON_DEPTH = 64;
  * EPIPE or ECONNRESET instead of the answer (Node's fetch does). Past that much the connection is cut.
  */
 export const DRAIN_FACTOR = 4;
+/** Nor does it wait longer than this for the rest: a client trickling its body would hold the socket meanwhile. */
+export const DRAIN_MS = 10_000;
 
 export function bodyParser(limitBytes: number): Middleware {
   const drainBytes = limitBytes * DRAIN_FACTOR;
@@ -144,12 +146,15 @@ function readText(req: NodeJS.ReadableStream, limit: number, drainBytes: number,
 
 /**
  * Reads and drops the rest of a request body: resolves when it has ended, when the client is gone, or (the socket
- * then left paused, and closed after the answer) once more than `maxBytes` arrived.
+ * then left paused, and closed after the answer) once more than `maxBytes` arrived or DRAIN_MS passed.
  */
-function drain(req: NodeJS.ReadableStream, maxBytes: number): Promise<void> {
+function drain(req: NodeJS.ReadableStream, maxBytes: number, maxMs = DRAIN_MS): Promise<void> {
   return new Promise((resolve) => {
     let size = 0;
+    let timer: NodeJS.Timeout | undefined;
     const done = () => {
+      clearTimeout(timer);
+      req.pause();
       req.removeListener('data', onData);
       req.removeListener('end', done);
       req.removeListener('error', done);
@@ -158,12 +163,10 @@ function drain(req: NodeJS.ReadableStream, maxBytes: number): Promise<void> {
     };
     const onData = (chunk: Buffer) => {
       size += chunk.length;
-      if (size > maxBytes) {
-        req.pause();
-        done();
-      }
+      if (size > maxBytes) done();
     };
     if (maxBytes < 0 || (req as { readableEnded?: boolean }).readableEnded) return resolve();
+    timer = setTimeout(done, maxMs);
     req.on('data', onData);
     req.on('end', done);
     req.on('error', done);

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, parseConfig } from '../../src/config.js';
 import { documentedEndpoints } from '../../src/http/app.js';
-import { DRAIN_FACTOR } from '../../src/http/body.js';
+import { DRAIN_FACTOR, DRAIN_MS } from '../../src/http/body.js';
 import { HttpClient } from '../helpers/http.js';
 import { ROOT_PASSWORD, startTestApp, type TestApp } from '../helpers/services.js';
 import { ROOT_DIR, spawnServer } from '../helpers/spawn.js';
@@ -171,6 +171,21 @@ describe('errors are JSON in the area shape', () => {
     const res = await uploadUntilAnswered(head, total, { pauseAfter: 64 * 1024, timeoutMs: 5_000 });
     expect(res).toEqual({ status: 413, sent: 64 * 1024, closedBeforeEnd: true });
   });
+
+  it(
+    'a client that trickles an oversized body gets its 413 after DRAIN_MS at most, and the socket is closed',
+    async () => {
+      const limit = t.config.BODY_LIMIT_BYTES;
+      const total = 2 * limit;
+      const head = `POST /api/user/login HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: ${total}\r\n\r\n`;
+      // The limit and 64 KB past it, then silence: draining would wait for the rest for ever.
+      const started = Date.now();
+      const res = await uploadUntilAnswered(head, total, { pauseAfter: limit + 64 * 1024, timeoutMs: DRAIN_MS + 5_000 });
+      expect(res).toEqual({ status: 413, sent: limit + 64 * 1024, closedBeforeEnd: true });
+      expect(Date.now() - started).toBeGreaterThanOrEqual(DRAIN_MS - 500);
+    },
+    DRAIN_MS + 15_000,
+  );
 
   it('a chunked body that goes on past the drain bound is cut off with 413: the server stops reading there, not at the end of the 400 MB', async () => {
     const limit = t.config.BODY_LIMIT_BYTES;
