@@ -110,7 +110,7 @@ export function embeddingsRouter(p: Platform): ApiRouter {
       }
     } else await p.usage.record(principal.user.id, token.id, consume);
 
-    ctx.body = responseJson(req.model, outcome, base64, hot);
+    ctx.body = await responseJson(req.model, outcome, base64, hot);
   }
 
   const create = {
@@ -179,14 +179,19 @@ export function embeddingsRouter(p: Platform): ApiRouter {
 /** A call's answer: its vectors (for an upstream model, with their keys in the hot cache) and usage. */
 type Answer = Pick<UpstreamVectors, 'vectors' | 'keys' | 'promptTokens' | 'channelId'>;
 
+/** Floats printed in one turn of the event loop at most (~5 ms). */
+const PRINT_SLICE_FLOATS = 65_536;
+
 /**
  * OpenAI's response, written as a string: the vectors are the bulk of it, each float printed as the
  * shortest decimal of its float32 value (src/embeddings/float32.ts), as OpenAI prints them. A cached
  * vector's printed form is kept with it in the hot cache, so a hot input is printed once.
  */
-function responseJson(model: string, answer: Answer, base64: boolean, hot: HotVectors): Buffer {
+async function responseJson(model: string, answer: Answer, base64: boolean, hot: HotVectors): Promise<Buffer> {
   const parts: Buffer[] = [Buffer.from('{"object":"list","data":[')];
-  answer.vectors.forEach((v, index) => {
+  let floats = 0;
+  for (let index = 0; index < answer.vectors.length; index++) {
+    const v = answer.vectors[index]!;
     parts.push(Buffer.from(`${index ? ',' : ''}{"object":"embedding","index":${index},"embedding":`));
     if (base64) parts.push(Buffer.from(`"${v.vector.toString('base64')}"`, 'latin1'));
     else if (v.json !== undefined) parts.push(v.json);
@@ -194,9 +199,16 @@ function responseJson(model: string, answer: Answer, base64: boolean, hot: HotVe
       const json = float32ArrayToJsonBytes(float32View(v.vector));
       if (answer.keys) hot.setJson(answer.keys[index]!, v, json);
       parts.push(json);
+      // A big answer (up to 2,097,152 floats, ~150 ms of printing) is printed in slices, the event loop turning
+      // between them: other callers' requests are not held for all of it. Small answers never wait.
+      floats += v.vector.length / 4;
+      if (floats >= PRINT_SLICE_FLOATS) {
+        floats = 0;
+        await new Promise((r) => setImmediate(r));
+      }
     }
     parts.push(Buffer.from('}'));
-  });
+  }
   parts.push(Buffer.from(`],"model":${JSON.stringify(model)},"usage":{"prompt_tokens":${answer.promptTokens},"total_tokens":${answer.promptTokens}}}`));
   return Buffer.concat(parts);
 }

@@ -310,4 +310,19 @@ describe('large embeddings results travel by reference, not over the shared repl
     // Read once by its one waiter, then deleted.
     expect(await t.platform.db('job_results').where({ job_id: jobId }).first()).toBeUndefined();
   });
+
+  it('a 2048 × 1024 answer in floats is whole and exact (each vector as printing it in one go prints it)', async () => {
+    const key = (await t.root.post('/api/token/', { name: 'big-floats', unlimited_quota: true })).body.data.key as string;
+    const input = Array.from({ length: 2048 }, (_, i) => `float document ${i} about topic ${i % 13}`);
+    const res = await t.anon.withAuth(`Bearer ${key}`).post('/v1/embeddings', { model: 'local-hash-v1', input, dimensions: 1024 });
+    expect(res.status, res.text.slice(0, 300)).toBe(200);
+    expect(res.body.data).toHaveLength(2048);
+    res.body.data.forEach((d: { index: number; embedding: number[] }, i: number) => {
+      expect(d.index).toBe(i);
+      expect(d.embedding).toHaveLength(1024);
+      // Every vector printed exactly as one-go printing prints it (spot-checked in full every 61st, to keep the test fast).
+      if (i % 61 === 0) expect(d.embedding).toEqual(Array.from(embedLocalHash(input[i]!, 1024), (x) => Number(float32ToString(x))));
+    });
+    expect(res.body.usage.prompt_tokens).toBeGreaterThan(0);
+  });
 });
