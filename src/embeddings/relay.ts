@@ -125,6 +125,24 @@ function afterTheSlow(p: Platform, order: ChannelEntry[]): ChannelEntry[] {
  * service must not turn that service's answers into error messages. `scrub` runs before the message
  * is cut to 500 characters, so that a secret it removes cannot survive in part at the cut.
  */
+/** Letters and digits only, lower-cased: how the key scrubber compares, so a quote is seen in any case or spacing. */
+const alnum = (s: string) => s.toLowerCase().replace(/[^\p{L}\p{N}]+/gu, '');
+
+/**
+ * Whether an upstream's error message quotes one of the call's inputs (its first 16 letters and digits, compared as the
+ * key scrubber compares). Such a message is not shown: the caller knows what it sent, and cutting the channel's key out
+ * of text the caller chose would tell them which of their guesses was a piece of the key (`***` or not).
+ */
+export function quotesInput(message: string, inputs: readonly string[]): boolean {
+  const said = alnum(message);
+  return inputs.some((input) => {
+    // A quote of an input is cut with the message at 2,000 characters: what lies past that in the input is never seen.
+    const start = alnum(input.slice(0, 2_048)).slice(0, 16);
+    return start.length >= 8 && said.includes(start);
+  });
+}
+const QUOTED_INPUT = 'the upstream refused the input (its message quoted the input, so it is not passed on)';
+
 export function upstreamMessage(text: string, scrub: (s: string) => string = (s) => s): string {
   let body: unknown;
   try {
@@ -374,7 +392,7 @@ export async function relayEmbeddings(
     // like a key cut to a hint: they may reach the caller.
     const said = (text: string) =>
       redact(
-        upstreamMessage(text, (m) => scrubSecret(m, channelKeyOf(p, ch))),
+        upstreamMessage(text, (m) => (quotesInput(m, inputs) ? QUOTED_INPUT : scrubSecret(m, channelKeyOf(p, ch)))),
         500,
       );
     let res: UpstreamResponse;

@@ -287,6 +287,26 @@ describe('what the caller is told', () => {
     for (const r of rows) expect(leaked(String(r.content)), r.content).toEqual([]);
   });
 
+  it("an upstream message quoting the caller's input is not passed on, so the key's scrubbing tells no guess from another", async () => {
+    const secret = 'sk-Zq7PwX3mKt9RbLe2NcVy';
+    const ch = await t.root.post('/api/channel/', { type: 'openai', name: 'quote', key: secret, base_url: up.url, models: 'quote-model', price: 1000 });
+    expect(ch.status, ch.text).toBe(201);
+    // An upstream that quotes the input in its error (some do): guesses at pieces of the key's hex form, one right.
+    up.behaviour = { kind: 'raw', status: 400, body: (call) => JSON.stringify({ error: { message: `Invalid input: ${[call.body.input].flat()[0]}` } }) };
+    const hex = Buffer.from(secret).toString('hex');
+    const right = `guesses ${hex.slice(0, 16)}`;
+    const wrong = `guesses ${'0'.repeat(16)}`;
+    const answers: string[] = [];
+    for (const input of [right, wrong]) {
+      const res = await t.anon.post('/v1/embeddings', { model: 'quote-model', input }, { authorization: `Bearer ${key}` });
+      expect(res.status, res.text).toBe(400);
+      answers.push(res.body.error.message);
+    }
+    expect(answers[0]).toBe(answers[1]);
+    expect(answers[0]).toMatch(/quoted the input/);
+    expect(answers[0]).not.toContain('***');
+  });
+
   it('Retry-After is held to at most a day, whatever the channel says', () => {
     expect(retryAfterMs(new Headers({ 'retry-after': '1e306' }))).toBe(86_400_000);
     expect(retryAfterMs(new Headers({ 'retry-after-ms': '1500' }))).toBe(1500);
