@@ -16,6 +16,7 @@ import * as store from './store.js';
 import { generateApiKey, isExhausted, isExpired, nowSeconds, publicToken } from './tokens.js';
 import { adminActionEntry, describeChanges, userChangedEntries, userCreatedEntries, userDeletedEntry } from '../logs/entries.js';
 import { insertLogs } from '../logs/store.js';
+import { disableChannelsOfMaker } from '../channels/store.js';
 
 export function accountsRouter(p: Platform): ApiRouter {
   const router = new ApiRouter('Users');
@@ -246,6 +247,7 @@ export function accountsRouter(p: Platform): ApiRouter {
       if (target.id === principal.user.id) throw forbidden('You cannot delete yourself', { code: 'self_delete' });
       if (target.role >= principal.user.role) throw forbidden('Cannot delete a user whose role is equal to or above your own', { code: 'role_too_high' });
       await p.db.transaction(async (trx) => {
+        await disableChannelsOfMaker(trx, target.id);
         await store.deleteUser(trx, target.id);
         await insertLogs(trx, [userDeletedEntry(principal.user, target)]);
       });

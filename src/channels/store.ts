@@ -20,6 +20,19 @@ function channelsVisibleTo(db: Db, viewer: Viewer) {
   return viewer.role >= ROLE.root ? q : q.where(ownOrBelow(db, 'created_by', viewer));
 }
 
+/**
+ * A user is being deleted: their channels are disabled (in the same transaction). Once the maker is gone a channel is
+ * root's and serves everyone (and fills the shared cache), so left enabled it would carry whatever an admin above the
+ * maker set on it to root; root reads why and decides.
+ */
+export async function disableChannelsOfMaker(db: Db, userId: number): Promise<number> {
+  const rows = await db('channels')
+    .where({ created_by: userId })
+    .update({ status: CHANNEL_STATUS.disabled, status_reason: `its maker (user ${userId}) was deleted`, updated_time: nowSeconds() })
+    .returning('id');
+  return (rows as unknown[]).length;
+}
+
 /** `creatorId` null: root's. */
 export async function createChannel(db: Db, secrets: Secrets, input: z.output<typeof createChannelBody>, creatorId: number | null = null): Promise<ChannelRow> {
   const { key, ...rest } = input;

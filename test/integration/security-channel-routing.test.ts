@@ -117,6 +117,26 @@ describe("an admin's channel does not serve root", () => {
     expect(inputsSeen(adminUp)).toEqual(['shared text']);
   });
 
+  it("a deleted maker's channel does not become one that serves root: it is disabled, and root's call does not reach it", async () => {
+    // Admin B makes a channel; root demotes B; admin A (now above B) points it at A's server; A deletes B.
+    const b = await keyOf('routing-maker-b', 10);
+    const model = 'orphan-model';
+    const id = await channel(b.client, rootUp, model, 0, 1);
+    const bId = (await t.platform.db('users').where({ username: 'routing-maker-b' }).first('id')).id as number;
+    expect((await t.root.put(`/api/user/${bId}`, { role: 1 })).status).toBe(200);
+    const edit = await admin.put('/api/channel/', { id, base_url: adminUp.url, key: 'sk-admin-takes-over-0123', priority: 100 });
+    expect(edit.status, edit.text).toBe(200);
+    expect((await admin.delete(`/api/user/${bId}`)).status).toBe(200);
+    await new Promise((r) => setTimeout(r, 2_200)); // the directory reloads channels every 2 s
+    const row = await t.platform.db('channels').where({ id }).first();
+    expect(row.created_by).toBeNull();
+    expect(row.status).toBe(2);
+    expect(row.status_reason).toMatch(/maker .* was deleted/);
+    const res = await embed('root', model, ['root text for an orphan']);
+    expect(res.status).not.toBe(200);
+    expect(inputsSeen(adminUp)).not.toContain('root text for an orphan');
+  });
+
   it("root's price is computed over root's channels only: an admin's never-routed channel with a huge price does not raise it", async () => {
     await channel(t.root, rootUp, 'price-model', 0, 10);
     await channel(admin, adminUp, 'price-model', -100, 1_000_000);
