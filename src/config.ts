@@ -71,6 +71,7 @@ const envSchema = z.object({
   QUOTA_RESERVATION_TTL_MS: int(300_000, 1_000, 86_400_000),
   SHUTDOWN_TIMEOUT_MS: int(10_000, 100, 600_000),
   BODY_LIMIT_BYTES: int(10 * 1024 * 1024, 1024, 512 * 1024 * 1024),
+  BODY_READ_TIMEOUT_MS: int(30_000, 100, 600_000),
   TRUST_PROXY: bool(false),
   ALLOWED_ORIGINS: optionalString.transform((v) =>
     v

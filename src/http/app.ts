@@ -39,7 +39,7 @@ export function createApp(p: Platform): Koa {
   app.use(errorMiddleware());
   // The board reads its own request bodies, so it sits before ours.
   app.use(boardMiddleware(p));
-  app.use(bodyParser(p.config.BODY_LIMIT_BYTES));
+  app.use(bodyParser(p.config.BODY_LIMIT_BYTES, p.config.BODY_READ_TIMEOUT_MS));
   app.use(root.routes());
   // The web console: only requests no API route matched reach it, and only its own paths are answered.
   app.use(consoleMiddleware());

@@ -27,7 +27,7 @@ export const DRAIN_FACTOR = 4;
 /** Nor does it wait longer than this for the rest: a client trickling its body would hold the socket meanwhile. */
 export const DRAIN_MS = 10_000;
 
-export function bodyParser(limitBytes: number): Middleware {
+export function bodyParser(limitBytes: number, readTimeoutMs: number): Middleware {
   const drainBytes = limitBytes * DRAIN_FACTOR;
   return async (ctx, next) => {
     const length = ctx.request.length;
@@ -49,7 +49,7 @@ export function bodyParser(limitBytes: number): Middleware {
       if (length === undefined || length <= drainBytes) await drain(ctx.req, drainBytes);
       throw refused;
     }
-    const text = await readText(ctx.req, limitBytes, drainBytes, () => ctx.set('Connection', 'close'));
+    const text = await readText(ctx.req, limitBytes, drainBytes, () => ctx.set('Connection', 'close'), readTimeoutMs);
     ctx.request.rawBody = text;
     // `curl -d '{...}'` labels JSON as a form: a form body that opens like JSON is read as JSON.
     const looksJson = /^\s*[[{]/.test(text);
@@ -110,11 +110,22 @@ export function jsonDepthExceeds(text: string, max: number): boolean {
 const tooLarge = (limit: number) => new AppError(413, `Request body too large (limit ${limit} bytes)`, { code: 'payload_too_large' });
 
 /** Reads the body up to `limit` bytes; past that, drops the rest (up to `drainBytes` in all) and fails with 413. */
-function readText(req: NodeJS.ReadableStream, limit: number, drainBytes: number, onOverflow: () => void): Promise<string> {
+function readText(req: NodeJS.ReadableStream, limit: number, drainBytes: number, onOverflow: () => void, timeoutMs: number): Promise<string> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
+    // A body still not whole after timeoutMs (a client sending slowly, or not at all) is answered 408 and its socket
+    // closed: up to the limit in memory per connection, held by anyone, even without credentials, until Node's own
+    // request timeout (300 s).
+    const timer = setTimeout(() => {
+      cleanup();
+      chunks.length = 0;
+      onOverflow();
+      req.pause();
+      reject(new AppError(408, `The request body did not arrive within ${timeoutMs} ms`, { code: 'request_timeout' }));
+    }, timeoutMs);
     const cleanup = () => {
+      clearTimeout(timer);
       req.removeListener('data', onData);
       req.removeListener('end', onEnd);
       req.removeListener('error', onError);

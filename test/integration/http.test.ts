@@ -20,9 +20,9 @@ let t: TestApp;
 function uploadUntilAnswered(
   head: string,
   total: number,
-  opts: { chunked?: boolean; pauseAfter?: number; timeoutMs?: number } = {},
+  opts: { chunked?: boolean; pauseAfter?: number; timeoutMs?: number; url?: string } = {},
 ): Promise<{ status: number | null; sent: number; closedBeforeEnd: boolean }> {
-  const port = Number(new URL(t.url).port);
+  const port = Number(new URL(opts.url ?? t.url).port);
   return new Promise((resolve) => {
     const sock = net.connect({ host: '127.0.0.1', port });
     let sent = 0;
@@ -306,6 +306,26 @@ describe('errors are JSON in the area shape', () => {
     expect(checked).toBeGreaterThan(endpoints.length * 10);
     expect(problems).toEqual([]);
   }, 90_000);
+});
+
+describe('a body that does not arrive in time', () => {
+  let slow: TestApp;
+  beforeAll(async () => {
+    slow = await startTestApp({ workers: false, env: { BODY_READ_TIMEOUT_MS: '1500' } });
+  });
+  afterAll(async () => {
+    await slow?.close();
+  });
+
+  it('a body under the limit sent only in part is answered 408 after BODY_READ_TIMEOUT_MS and its socket closed (no credentials needed to hold one)', async () => {
+    const total = 1024 * 1024;
+    const head = `POST /api/content HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: ${total}\r\n\r\n`;
+    const started = Date.now();
+    const res = await uploadUntilAnswered(head, total, { pauseAfter: 128 * 1024, timeoutMs: 10_000, url: slow.url });
+    expect(res).toEqual({ status: 408, sent: 128 * 1024, closedBeforeEnd: true });
+    expect(Date.now() - started).toBeGreaterThanOrEqual(1_400);
+    expect(Date.now() - started).toBeLessThan(8_000);
+  });
 });
 
 describe('request ids and probes', () => {
