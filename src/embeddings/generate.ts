@@ -11,6 +11,7 @@ import { USE_LITE_MODEL } from './use-lite-text.js';
 import { announceUseLite, useLiteBatcher, warmUpUseLite, withdrawUseLite } from './use-lite-worker.js';
 import { goneError, isGone, listenForGone, stopListeningForGone } from './gone.js';
 import { ModelBatcher, type Requester } from './model-batcher.js';
+import { bigWorkTurn } from './turns.js';
 
 const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
 
@@ -29,19 +30,50 @@ export function shorten(v: Float32Array, dims: number): Float32Array {
 }
 
 /**
- * local-hash-v1's work goes through a batcher too, though it needs no model: in slices of ~64K characters, callers
- * taking turns and the event loop turning between slices, so one caller's 2048 long inputs (~0.3 s of hashing) hold
- * another's one sentence for a slice, not for all of them, and do not stall the process's Redis and Postgres traffic.
+ * local-hash-v1's work goes through a batcher too, though it needs no model: in slices of ~8K characters, callers
+ * taking turns and a slice of more than a sentence's work waiting for its turn among all big work (turns.ts), so one
+ * caller's 2048 long inputs (~0.3 s of hashing) hold another's one sentence for a slice, not for all of them, and do
+ * not stall the process's Redis and Postgres traffic.
  */
 interface HashItem {
   text: string;
   dims: number;
 }
-const LOCAL_HASH_COST_PER_CALL = 65_536;
-const localHash = new ModelBatcher<HashItem>(async () => ({ embed: async (items) => items.map(({ text, dims }) => embedLocalHash(text, dims)) }), 4_096, 0, {
-  cost: ({ text, dims }) => text.length + dims / 4,
-  max: LOCAL_HASH_COST_PER_CALL,
-});
+const LOCAL_HASH_COST_PER_CALL = 8_192;
+/** A slice costing more than this (a few hundred µs) waits for its turn among all big work (turns.ts); a sentence's does not. */
+const LOCAL_HASH_TURN_COST = 4_096;
+const hashCost = ({ text, dims }: HashItem) => text.length + dims / 4;
+const localHash = new ModelBatcher<HashItem>(
+  async () => ({
+    embed: async (items) => {
+      if (items.reduce((sum, item) => sum + hashCost(item), 0) > LOCAL_HASH_TURN_COST) await bigWorkTurn();
+      return items.map(({ text, dims }) => embedLocalHash(text, dims));
+    },
+  }),
+  4_096,
+  0,
+  { cost: hashCost, max: LOCAL_HASH_COST_PER_CALL },
+);
+
+/** Floats encoded in one turn of the event loop at most (~2 ms), in an answer of more than 65,536. */
+const BASE64_SLICE_FLOATS = 65_536;
+
+/** Vectors as base64: a big answer's (2048 × 1024 floats: ~20–60 ms in one go) in slices, taking turns with other big work. */
+async function toBase64(vectors: Float32Array[]): Promise<string[]> {
+  const total = vectors.reduce((n, v) => n + v.length, 0);
+  if (total <= BASE64_SLICE_FLOATS) return vectors.map(float32ToBase64);
+  const out: string[] = [];
+  let floats = 0;
+  for (const v of vectors) {
+    out.push(float32ToBase64(v));
+    floats += v.length;
+    if (floats >= BASE64_SLICE_FLOATS) {
+      floats = 0;
+      await bigWorkTurn();
+    }
+  }
+  return out;
+}
 
 /** Worker start: hear which calls are abandoned, and load use-lite. */
 export async function warmUpEmbeddings(p: Platform): Promise<void> {
@@ -73,7 +105,7 @@ async function generateOne(p: Platform, req: GenerationRequest): Promise<Generat
       req.inputs.map((text) => ({ text, dims })),
       who,
     );
-    return { ok: true, vectors: vectors.map(float32ToBase64), promptTokens: sum(req.tokens) };
+    return { ok: true, vectors: await toBase64(vectors), promptTokens: sum(req.tokens) };
   }
   const r = await upstreamJob(p, model, req);
   return { ok: true, vectors: r.vectors.map((v) => v.vector.toString('base64')), promptTokens: r.promptTokens, channelId: r.channelId };

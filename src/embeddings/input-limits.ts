@@ -4,6 +4,7 @@ import { badRequest } from '../errors.js';
 import { MAX_INPUT_TOKENS, MAX_REQUEST_TOKENS } from './schema.js';
 import { countWithin } from './tokenizer.js';
 import { USE_LITE_MAX_REQUEST_PIECES, USE_LITE_MAX_TOKENS, USE_LITE_MODEL, type UseLiteTokenizer } from './use-lite-text.js';
+import { bigWorkTurn } from './turns.js';
 
 /**
  * Characters a token may stand for, at most, before an input is refused uncounted. English prose is ~4 characters a
@@ -14,8 +15,8 @@ export const MAX_CHARS_PER_TOKEN = 8;
 export const MAX_INPUT_CHARS = MAX_INPUT_TOKENS * MAX_CHARS_PER_TOKEN;
 /** 2,400,000 characters in all: a request this long is refused without counting any of it. */
 export const MAX_REQUEST_CHARS = MAX_REQUEST_TOKENS * MAX_CHARS_PER_TOKEN;
-/** Counting gives the event loop a turn after this many characters (~3–5 ms of cl100k counting). */
-const YIELD_EVERY_CHARS = 32_768;
+/** Counting takes a turn (turns.ts) after this many characters (~1 ms of cl100k counting). */
+const YIELD_EVERY_CHARS = 8_192;
 
 const inputTooLong = (i: number, why: string) =>
   badRequest(`This model's maximum context length is ${MAX_INPUT_TOKENS} tokens, but input[${i}] ${why}. Shorten it.`, {
@@ -25,7 +26,8 @@ const inputTooLong = (i: number, why: string) =>
 const requestTooLong = (why: string) =>
   badRequest(`The request has ${why}; send fewer inputs per request.`, { param: 'input', code: 'max_tokens_per_request' });
 
-const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
+// A big request's counting takes turns with all other big work (turns.ts): one slice of it per turn of the event loop.
+const turn = bigWorkTurn;
 
 /**
  * The tokens of each input (cl100k_base; for use-lite, the model's own pieces, at most 128 an input), or a 400:

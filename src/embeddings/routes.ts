@@ -10,6 +10,7 @@ import { modelAllowed } from '../accounts/tokens.js';
 import { type CallInfo, consumeEntry, errorEntry } from '../logs/entries.js';
 import { EmbeddingsCoalescer } from './coalescer.js';
 import { float32ArrayToJsonBytes, float32View } from './float32.js';
+import { bigWorkTurn } from './turns.js';
 import { billedUpstreamCall, type UpstreamVectors, vectorCache } from './upstream.js';
 import type { HotVectors } from './store.js';
 import { costOf, LOCAL_MODELS, resolveModel } from './models.js';
@@ -92,7 +93,7 @@ export function embeddingsRouter(p: Platform): ApiRouter {
       const job = { ...call, caller: principal.user.id, call: randomUUID(), deadline: Date.now() + p.config.SYNC_WAIT_MS };
       const done = await coalescers[model.name as keyof typeof coalescers].submit(job, left.signal).finally(() => ctx.res.off('close', onClose));
       if (!done.ok) throw AppError.fromJSON(done.error);
-      outcome = { vectors: done.vectors.map((v) => ({ vector: Buffer.from(v, 'base64'), tokens: 0 })), promptTokens: done.promptTokens };
+      outcome = { vectors: await decodeVectors(done.vectors), promptTokens: done.promptTokens };
     } catch (err) {
       // The refund and the call's error row (type 5) in one statement.
       await p.ledger.refund(reservation, errorEntry(logCall, err)).catch((e) => ctx.state.log?.error({ err: e }, 'quota refund failed'));
@@ -179,8 +180,27 @@ export function embeddingsRouter(p: Platform): ApiRouter {
 /** A call's answer: its vectors (for an upstream model, with their keys in the hot cache) and usage. */
 type Answer = Pick<UpstreamVectors, 'vectors' | 'keys' | 'promptTokens' | 'channelId'>;
 
-/** Floats printed in one turn of the event loop at most (~5 ms). */
-const PRINT_SLICE_FLOATS = 65_536;
+/** Base64 characters decoded in one turn of the event loop at most (~1 ms). */
+const DECODE_SLICE_CHARS = 1 << 20;
+
+/** A job's base64 vectors as bytes: a big answer's (~11 MB of base64) in slices, taking turns with other big work (turns.ts). */
+async function decodeVectors(vectors: string[]): Promise<Answer['vectors']> {
+  const out: Answer['vectors'] = [];
+  let chars = 0;
+  for (const v of vectors) {
+    out.push({ vector: Buffer.from(v, 'base64'), tokens: 0 });
+    chars += v.length;
+    if (chars >= DECODE_SLICE_CHARS) {
+      chars = 0;
+      await bigWorkTurn();
+    }
+  }
+  return out;
+}
+
+/** Floats printed in one turn of the event loop at most (~1 ms), in an answer of more than SLICED_ANSWER_FLOATS. */
+const PRINT_SLICE_FLOATS = 16_384;
+const SLICED_ANSWER_FLOATS = 65_536;
 
 /**
  * OpenAI's response, written as a string: the vectors are the bulk of it, each float printed as the
@@ -189,6 +209,8 @@ const PRINT_SLICE_FLOATS = 65_536;
  */
 async function responseJson(model: string, answer: Answer, base64: boolean, hot: HotVectors): Promise<Buffer> {
   const parts: Buffer[] = [Buffer.from('{"object":"list","data":[')];
+  // Only a big answer is printed in slices; a small one (the bench's sentences, 64 cached inputs) goes in one go.
+  const sliced = !base64 && answer.vectors.reduce((n, v) => n + v.vector.length / 4, 0) > SLICED_ANSWER_FLOATS;
   let floats = 0;
   for (let index = 0; index < answer.vectors.length; index++) {
     const v = answer.vectors[index]!;
@@ -199,12 +221,12 @@ async function responseJson(model: string, answer: Answer, base64: boolean, hot:
       const json = float32ArrayToJsonBytes(float32View(v.vector));
       if (answer.keys) hot.setJson(answer.keys[index]!, v, json);
       parts.push(json);
-      // A big answer (up to 2,097,152 floats, ~150 ms of printing) is printed in slices, the event loop turning
-      // between them: other callers' requests are not held for all of it. Small answers never wait.
+      // A big answer (up to 2,097,152 floats, ~150 ms of printing) is printed in slices, one slice of all big work
+      // per turn of the event loop (turns.ts): other callers' requests are not held for all of it. Small answers never wait.
       floats += v.vector.length / 4;
-      if (floats >= PRINT_SLICE_FLOATS) {
+      if (sliced && floats >= PRINT_SLICE_FLOATS) {
         floats = 0;
-        await new Promise((r) => setImmediate(r));
+        await bigWorkTurn();
       }
     }
     parts.push(Buffer.from('}'));
