@@ -52,6 +52,8 @@ export class EmbeddingsCoalescer {
   private pending: Pending[] = [];
   private inFlight = 0;
   private scheduled = false;
+  /** Calls out in jobs, by caller: a job's place in the queue (see dispatch). */
+  private readonly outstanding = new Map<number | undefined, number>();
 
   constructor(
     private readonly p: Platform,
@@ -134,18 +136,36 @@ export class EmbeddingsCoalescer {
     }
   }
 
+  /**
+   * A job goes to the workers' queue ahead of the others when one of its callers has nothing else out, and behind
+   * them by how much its callers have out otherwise (BullMQ takes jobs without a priority first, then by priority):
+   * one caller's many calls, queued before another caller's one, do not make it wait for all of them at the workers.
+   */
   private async dispatch(batch: Pending[]) {
+    const load = Math.min(...batch.map((b) => this.outstanding.get(b.req.caller) ?? 0));
+    for (const b of batch) this.outstanding.set(b.req.caller, (this.outstanding.get(b.req.caller) ?? 0) + 1);
     try {
       const run = await this.p.jobs.run(
         'embeddings.create',
         { requests: batch.map((b) => b.req) },
-        { owner: null, waitMs: this.p.config.SYNC_WAIT_MS, sizeHint: payloadSizeBound(batch) },
+        {
+          owner: null,
+          waitMs: this.p.config.SYNC_WAIT_MS,
+          sizeHint: payloadSizeBound(batch),
+          ...(load > 0 ? { options: { priority: Math.min(load, 2_000_000) } } : {}),
+        },
       );
       if (!run.done || !Array.isArray(run.result))
         throw new AppError(504, 'Embedding generation did not finish in time; try again.', { code: 'timeout', type: 'server_error' });
       batch.forEach((b, i) => b.resolve(run.result[i]!));
     } catch (err) {
       for (const b of batch) b.reject(err);
+    } finally {
+      for (const b of batch) {
+        const n = (this.outstanding.get(b.req.caller) ?? 1) - 1;
+        if (n > 0) this.outstanding.set(b.req.caller, n);
+        else this.outstanding.delete(b.req.caller);
+      }
     }
   }
 }
