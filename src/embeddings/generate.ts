@@ -11,7 +11,7 @@ import { USE_LITE_MODEL } from './use-lite-text.js';
 import { announceUseLite, useLiteBatcher, warmUpUseLite, withdrawUseLite } from './use-lite-worker.js';
 import { goneError, isGone, listenForGone, stopListeningForGone } from './gone.js';
 import { ModelBatcher, type Requester } from './model-batcher.js';
-import { bigWorkTurn } from './turns.js';
+import { bigWorkTurn, mapInTurns } from './turns.js';
 
 const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
 
@@ -59,21 +59,7 @@ const localHash = new ModelBatcher<HashItem>(
 const BASE64_SLICE_FLOATS = 65_536;
 
 /** Vectors as base64: a big answer's (2048 × 1024 floats: ~20–60 ms in one go) in slices, taking turns with other big work. */
-async function toBase64(vectors: Float32Array[]): Promise<string[]> {
-  const total = vectors.reduce((n, v) => n + v.length, 0);
-  if (total <= BASE64_SLICE_FLOATS) return vectors.map(float32ToBase64);
-  const out: string[] = [];
-  let floats = 0;
-  for (const v of vectors) {
-    out.push(float32ToBase64(v));
-    floats += v.length;
-    if (floats >= BASE64_SLICE_FLOATS) {
-      floats = 0;
-      await bigWorkTurn();
-    }
-  }
-  return out;
-}
+const toBase64 = (vectors: Float32Array[]): Promise<string[]> => mapInTurns(vectors, float32ToBase64, (v) => v.length, BASE64_SLICE_FLOATS);
 
 /** Worker start: hear which calls are abandoned, and load use-lite. */
 export async function warmUpEmbeddings(p: Platform): Promise<void> {

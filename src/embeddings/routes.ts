@@ -10,7 +10,7 @@ import { modelAllowed } from '../accounts/tokens.js';
 import { type CallInfo, consumeEntry, errorEntry } from '../logs/entries.js';
 import { EmbeddingsCoalescer } from './coalescer.js';
 import { float32ArrayToJsonBytes, float32View } from './float32.js';
-import { bigWorkTurn } from './turns.js';
+import { bigWorkTurn, mapInTurns } from './turns.js';
 import { billedUpstreamCall, type UpstreamVectors, vectorCache } from './upstream.js';
 import type { HotVectors } from './store.js';
 import { costOf, LOCAL_MODELS, resolveModel } from './models.js';
@@ -184,19 +184,13 @@ type Answer = Pick<UpstreamVectors, 'vectors' | 'keys' | 'promptTokens' | 'chann
 const DECODE_SLICE_CHARS = 1 << 20;
 
 /** A job's base64 vectors as bytes: a big answer's (~11 MB of base64) in slices, taking turns with other big work (turns.ts). */
-async function decodeVectors(vectors: string[]): Promise<Answer['vectors']> {
-  const out: Answer['vectors'] = [];
-  let chars = 0;
-  for (const v of vectors) {
-    out.push({ vector: Buffer.from(v, 'base64'), tokens: 0 });
-    chars += v.length;
-    if (chars >= DECODE_SLICE_CHARS) {
-      chars = 0;
-      await bigWorkTurn();
-    }
-  }
-  return out;
-}
+const decodeVectors = (vectors: string[]): Promise<Answer['vectors']> =>
+  mapInTurns(
+    vectors,
+    (v) => ({ vector: Buffer.from(v, 'base64'), tokens: 0 }),
+    (v) => v.length,
+    DECODE_SLICE_CHARS,
+  );
 
 /** Floats printed in one turn of the event loop at most (~1 ms), in an answer of more than SLICED_ANSWER_FLOATS. */
 const PRINT_SLICE_FLOATS = 16_384;

@@ -28,3 +28,21 @@ export function bigWorkTurn(): Promise<void> {
     schedule();
   });
 }
+
+/**
+ * `items.map(fn)`, a big list in slices of `slice` (by `cost`), each slice after the first waiting for its turn: a small
+ * list never waits. For work on every vector of an answer (base64 both ways).
+ */
+export async function mapInTurns<T, R>(items: readonly T[], fn: (item: T) => R, cost: (item: T) => number, slice: number): Promise<R[]> {
+  const out: R[] = [];
+  let spent = 0;
+  for (const item of items) {
+    out.push(fn(item));
+    spent += cost(item);
+    if (spent >= slice) {
+      spent = 0;
+      await bigWorkTurn();
+    }
+  }
+  return out;
+}
