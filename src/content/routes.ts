@@ -1,12 +1,12 @@
 // HTTP routes of content: items, batches (as jobs), listing with keyset cursors, stats. Errors are {error}.
+// Each endpoint is declared (src/http/route.ts): auth and parsing are enforced before its handler runs.
 import type { Context } from 'koa';
 import { z } from 'zod';
 import type { Platform } from '../platform.js';
-import { authorize } from '../http/auth.js';
 import { AppError, badRequest, conflict, forbidden, notFound, toAppError } from '../errors.js';
 import { MAX_JSON_DEPTH } from '../http/body.js';
 import { runJobForRequest } from '../http/jobs.js';
-import { ApiRouter, ok, plainError } from '../http/route.js';
+import { ApiRouter, endpoint, ok, plainError } from '../http/route.js';
 import * as s from './schema.js';
 import * as store from './store.js';
 
@@ -22,16 +22,14 @@ async function failingWith<T>(ctx: Context, message: string, fn: () => Promise<T
   }
 }
 
-export function contentRouter(p: Platform): ApiRouter {
-  const router = new ApiRouter('Content');
-  const auth = (ctx: Context) => authorize(ctx, p);
-
-  const create = {
+const create = endpoint(
+  {
     method: 'post',
     path: '/api/content',
     summary: 'Store an item (an existing url is updated in place)',
     auth: 'user',
     body: s.contentItemBody,
+    parseBody: s.parseItemBody,
     responses: {
       201: ok('created', s.itemView),
       200: ok('updated', s.itemView),
@@ -39,52 +37,44 @@ export function contentRouter(p: Platform): ApiRouter {
       409: ok("the url is another user's item (only admins replace those)", plainError),
       500: ok('Failed to create content', plainError),
     },
-  } as const;
-  router.endpoint(create, async (ctx) => {
-    const principal = await auth(ctx);
-    const check = s.checkItem(ctx.request.body);
-    if (!check.ok) throw badRequest(check.error);
-    const row = await failingWith(ctx, 'Failed to create content', () => store.upsertItem(p.db, check.item, store.callerOf(principal.user)));
+  },
+  async (ctx, { p, principal, body }) => {
+    const row = await failingWith(ctx, 'Failed to create content', () => store.upsertItem(p.db, body, store.callerOf(principal.user)));
     if (!row) throw conflict(s.NOT_OWNER_UPSERT);
     ctx.status = row.inserted ? 201 : 200;
-    ctx.body = s.publicItem(row);
-  });
+    return s.publicItem(row);
+  },
+);
 
-  const batch = {
+const batch = endpoint(
+  {
     method: 'post',
     path: '/api/content/batch',
     summary: `Store 1-${s.MAX_BATCH} items in one job`,
     auth: 'user',
     body: z.array(s.contentItemBody).min(1).max(s.MAX_BATCH),
+    parseBody: s.parseBatchBody,
     job: true,
     responses: {
       200: ok('per-entry outcome', s.batchResultView),
       400: ok(`not an array, empty, over ${s.MAX_BATCH}, or JSON nested deeper than ${MAX_JSON_DEPTH} levels`, plainError),
     },
-  } as const;
-  router.endpoint(batch, async (ctx) => {
-    const principal = await auth(ctx);
-    const body = ctx.request.body;
-    if (!Array.isArray(body)) throw badRequest(s.BATCH_NOT_ARRAY);
-    if (body.length === 0) throw badRequest(s.BATCH_EMPTY);
-    if (body.length > s.MAX_BATCH) throw badRequest(s.BATCH_TOO_LARGE);
-    const result = await failingWith(ctx, 'Failed to process batch upload', () => runJobForRequest(ctx, p, 'content.batch', { items: body }, principal));
-    if (result) ctx.body = result;
-  });
+  },
+  (ctx, { p, principal, body }) =>
+    failingWith(ctx, 'Failed to process batch upload', () => runJobForRequest(ctx, p, 'content.batch', { items: body }, principal)),
+);
 
-  const list = {
+const list = endpoint(
+  {
     method: 'get',
     path: '/api/content',
     summary: 'List items (bare array; Link rel=next; X-Total-Count)',
     auth: 'user',
     query: s.listQuery,
+    parseQuery: s.parseListParams,
     responses: { 200: ok('items', z.array(s.itemView)), 400: ok('invalid parameter', plainError) },
-  } as const;
-  router.endpoint(list, async (ctx) => {
-    await auth(ctx);
-    const parsed = s.parseListQuery(ctx.query);
-    if (!parsed.ok) throw badRequest(parsed.error);
-    const q = parsed.value;
+  },
+  async (ctx, { p, query: q }) => {
     const cursor = q.cursor === undefined ? undefined : store.decodeCursor(q.cursor, q);
     if (q.cursor !== undefined && !cursor) throw badRequest('Invalid cursor: it does not belong to this orderBy/order, or is damaged');
     const { rows, more, total, exact } = await failingWith(ctx, 'Failed to fetch contents', () => store.listItems(p.db, q, cursor));
@@ -96,25 +86,27 @@ export function contentRouter(p: Platform): ApiRouter {
       next.searchParams.set('cursor', store.encodeCursor({ orderBy: q.orderBy, order: q.order, value: store.sortValue(last, q.orderBy), id: last.id }));
       ctx.set('Link', `<${next.pathname}${next.search}>; rel="next"`);
     }
-    ctx.body = rows.map(s.publicItem);
-  });
+    return rows.map(s.publicItem);
+  },
+);
 
-  const one = {
+const one = endpoint(
+  {
     method: 'get',
     path: '/api/content/:id',
     summary: 'One item',
     auth: 'user',
     responses: { 200: ok('the item', s.itemView), 404: ok('Content not found', plainError) },
-  } as const;
-  router.endpoint(one, async (ctx) => {
-    await auth(ctx);
-    const id = String(ctx.params.id);
-    const row = s.UUID_RE.test(id) ? await failingWith(ctx, 'Failed to fetch content', () => store.getItem(p.db, id)) : undefined;
+  },
+  async (ctx, { p, path }) => {
+    const row = s.UUID_RE.test(path.id) ? await failingWith(ctx, 'Failed to fetch content', () => store.getItem(p.db, path.id)) : undefined;
     if (!row) throw notFound(s.NOT_FOUND);
-    ctx.body = s.publicItem(row);
-  });
+    return s.publicItem(row);
+  },
+);
 
-  const remove = {
+const remove = endpoint(
+  {
     method: 'delete',
     path: '/api/content/:id',
     summary: 'Delete an item',
@@ -124,23 +116,20 @@ export function contentRouter(p: Platform): ApiRouter {
       403: ok("another user's item (only admins delete those)", plainError),
       404: ok('Content not found', plainError),
     },
-  } as const;
-  router.endpoint(remove, async (ctx) => {
-    const principal = await auth(ctx);
-    const id = String(ctx.params.id);
-    const outcome = s.UUID_RE.test(id)
-      ? await failingWith(ctx, 'Failed to delete content', () => store.deleteItem(p.db, id, store.callerOf(principal.user)))
+  },
+  async (ctx, { p, principal, path }) => {
+    const outcome = s.UUID_RE.test(path.id)
+      ? await failingWith(ctx, 'Failed to delete content', () => store.deleteItem(p.db, path.id, store.callerOf(principal.user)))
       : 'missing';
     if (outcome === 'forbidden') throw forbidden(s.NOT_OWNER_DELETE, { code: 'not_owner' });
     if (outcome === 'missing') throw notFound(s.NOT_FOUND);
-    ctx.body = { success: true };
-  });
+    return { success: true };
+  },
+);
 
-  const stats = { method: 'get', path: '/api/stats', summary: 'Counts by source', auth: 'user', responses: { 200: ok('totals', s.statsView) } } as const;
-  router.endpoint(stats, async (ctx) => {
-    await auth(ctx);
-    ctx.body = await failingWith(ctx, 'Failed to fetch stats', () => store.getStats(p.db));
-  });
+const stats = endpoint(
+  { method: 'get', path: '/api/stats', summary: 'Counts by source', auth: 'user', responses: { 200: ok('totals', s.statsView) } },
+  (ctx, { p }) => failingWith(ctx, 'Failed to fetch stats', () => store.getStats(p.db)),
+);
 
-  return router;
-}
+export const contentRouter = (p: Platform): ApiRouter => new ApiRouter('Content', p).add(create, batch, list, one, remove, stats);

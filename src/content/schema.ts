@@ -1,5 +1,6 @@
 // The content area's item and query rules, with the exact error strings of content-analyzer's API.
 import { z } from 'zod';
+import { badRequest } from '../errors.js';
 import { describeIssue, httpUrl, nulIssue } from '../validate.js';
 import { urlKey } from './url-key.js';
 
@@ -205,3 +206,27 @@ export const batchResultView = z.object({
 export type BatchResult = z.infer<typeof batchResultView>;
 
 export const statsView = z.object({ total: z.number(), bySource: z.record(z.string(), z.number()) });
+
+// The parsers the content endpoints declare (src/content/routes.ts): the same checks, as 400s with these messages.
+
+/** One item of POST /api/content: checkItem's first problem is the 400. */
+export function parseItemBody(raw: unknown): NewItem {
+  const check = checkItem(raw);
+  if (!check.ok) throw badRequest(check.error);
+  return check.item;
+}
+
+/** POST /api/content/batch: an array of 1-MAX_BATCH entries (each entry is checked by the job, and reported by index). */
+export function parseBatchBody(raw: unknown): unknown[] {
+  if (!Array.isArray(raw)) throw badRequest(BATCH_NOT_ARRAY);
+  if (raw.length === 0) throw badRequest(BATCH_EMPTY);
+  if (raw.length > MAX_BATCH) throw badRequest(BATCH_TOO_LARGE);
+  return raw;
+}
+
+/** GET /api/content's parameters. */
+export function parseListParams(query: Record<string, unknown>): ListQuery {
+  const parsed = parseListQuery(query);
+  if (!parsed.ok) throw badRequest(parsed.error);
+  return parsed.value;
+}

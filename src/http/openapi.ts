@@ -18,6 +18,7 @@ const SECURITY: Record<Auth, unknown[]> = {
   none: [],
   user: [{ bearer: [] }, { session: [] }],
   admin: [{ bearer: [] }, { session: [] }],
+  root: [{ bearer: [] }, { session: [] }],
   apiKey: [{ bearer: [] }],
   adminBasic: [{ session: [] }, { basic: [] }],
 };
@@ -49,7 +50,11 @@ export function openApiDocument(endpoints: readonly Endpoint[]): unknown {
     (paths[p] ??= {})[e.method] = {
       tags: [e.tag],
       summary: e.summary,
-      ...(e.auth === 'admin' || e.auth === 'adminBasic' ? { description: 'Admins (role 10) and root only.' } : {}),
+      ...(e.auth === 'admin' || e.auth === 'adminBasic'
+        ? { description: 'Admins (role 10) and root only.' }
+        : e.auth === 'root'
+          ? { description: 'Root (role 100) only.' }
+          : {}),
       security: SECURITY[e.auth],
       parameters: [...pathParams, ...query, ...(e.job ? [{ name: 'Prefer', in: 'header', schema: { type: 'string', enum: ['respond-async'] } }] : [])],
       ...(e.body
