@@ -1,4 +1,4 @@
-// README claims about GET /api/content's keyset cursor: pages neither skip nor repeat items while others
+// docs/content.md claims about GET /api/content's keyset cursor: pages neither skip nor repeat items while others
 // are added, and a deep page costs what the first one does (shown by the plan, not by a stopwatch).
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';

@@ -1,4 +1,4 @@
-// README claims about the embeddings gateway that no other test checked (issue 11): coalescing, cool-downs,
+// docs/embeddings.md claims about the gateway that no other test checked (issue 11): coalescing, cool-downs,
 // auto-disable on 403, timeouts, and what a call is charged. Real Postgres and Redis; fake upstreams on loopback.
 import { countTokens } from 'gpt-tokenizer/encoding/cl100k_base';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';

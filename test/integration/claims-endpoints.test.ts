@@ -80,7 +80,7 @@ async function send(method: string, path: string, headers: Record<string, string
 }
 
 const JSON_TYPE = /^application\/json/;
-/** Every error is JSON (README, Operations); a success has the endpoint's documented type. */
+/** Every error is JSON (docs/operations.md); a success has the endpoint's documented type. */
 function check(r: Sent, okType: RegExp) {
   expect(r.status, `${r.label} → ${r.text.slice(0, 200)}`).toBeLessThan(500);
   expect(r.type, `${r.label} → ${r.status}`).toMatch(r.status < 400 ? okType : JSON_TYPE);

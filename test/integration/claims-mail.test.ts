@@ -1,4 +1,4 @@
-// README claims of the mail area that had no test: hung servers (lock released, session closed), the
+// docs/mail.md claims of the mail area that had no test: hung servers (lock released, session closed), the
 // mailbox lock's lease after a worker dies, the Message-ID and send record across a kill mid-send,
 // STARTTLS with certificate verification, and the OAuth2 access-token expiry margin.
 import { createHash } from 'node:crypto';

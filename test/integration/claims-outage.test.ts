@@ -1,4 +1,4 @@
-// README "Redis unreachable" for the mail and embeddings areas (content is in redis-outage.test.ts):
+// docs/jobs.md "Redis unreachable" for the mail and embeddings areas (content is in redis-outage.test.ts):
 // job-backed mail endpoints and /v1 embeddings answer 503 JSON within 2 s while a private redis-server
 // is killed, and the same process serves them again once it is back.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

@@ -1,4 +1,4 @@
-// README claims about accounts, HTTP, content counts, jobs and operations that no other test checked (issue 11).
+// Claims of the docs (accounts, HTTP, content counts, jobs, operations) that no other test checked (issue 11).
 // Real Postgres and Redis; the real worker and server entry points where the claim is about them.
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';

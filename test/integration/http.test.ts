@@ -358,9 +358,12 @@ describe('settings', () => {
     expect(bad({ TRUST_PROXY: 'maybe' })).toThrow(/TRUST_PROXY/);
   });
 
-  it('defaults match the manual: every row of the README Settings table is what parseConfig({}) gives', () => {
-    const rows = readmeSettings();
-    expect(rows.length).toBeGreaterThanOrEqual(40);
+  it('defaults match the manual: every row of the settings tables (docs/configuration.md, README) is what parseConfig({}) gives', () => {
+    const all = manualSettings('docs/configuration.md', '## All settings');
+    expect(all.length).toBeGreaterThanOrEqual(40);
+    const summary = manualSettings('README.md', '## Settings');
+    expect(summary.length).toBeGreaterThanOrEqual(10);
+    const rows = [...all, ...summary];
     const c = parseConfig({}) as unknown as Record<string, unknown>;
     expect(Object.isFrozen(c)).toBe(true);
     expect(c.embeddedDb).toBe(true);
@@ -376,23 +379,29 @@ describe('settings', () => {
       if (documented === 'unset' || documented === 'generated') expected = undefined;
       else expected = parseConfig({ [name]: documented === 'empty' ? '' : documented } as NodeJS.ProcessEnv)[name as keyof ReturnType<typeof parseConfig>];
       if (JSON.stringify(c[name]) !== JSON.stringify(expected) || (expected === undefined) !== (c[name] === undefined))
-        mismatches.push(`${name}: README says ${documented}, parseConfig({}) gives ${JSON.stringify(c[name])}`);
+        mismatches.push(`${name}: the manual says ${documented}, parseConfig({}) gives ${JSON.stringify(c[name])}`);
     }
     expect(mismatches).toEqual([]);
   });
 
-  it('every setting in src/config.ts has a row in the README Settings table', () => {
-    const documented = new Set(readmeSettings().map((r) => r.name));
+  it('every setting in src/config.ts has a row in the settings table of docs/configuration.md', () => {
+    const documented = new Set(manualSettings('docs/configuration.md', '## All settings').map((r) => r.name));
     // NODE_ENV is Node's convention, not a Switchyard setting; embeddedDb is derived from DATABASE_URL.
     const undocumented = Object.keys(parseConfig({})).filter((k) => !documented.has(k) && k !== 'NODE_ENV' && k !== 'embeddedDb');
     expect(undocumented).toEqual([]);
   });
 });
 
-/** The README's Settings table as (variable, documented default) pairs; "`A` / `_B`" rows name A and A's stem + _B. */
-function readmeSettings(): { name: string; documented: string }[] {
-  const readme = fs.readFileSync(path.join(ROOT_DIR, 'README.md'), 'utf8');
-  const section = readme.slice(readme.indexOf('## Settings'), readme.indexOf('\n## ', readme.indexOf('## Settings') + 5));
+/**
+ * A settings table of the manual (the section under `heading` in `file`) as (variable, documented default) pairs;
+ * "`A` / `_B`" rows name A and A's stem + _B.
+ */
+function manualSettings(file: string, heading: string): { name: string; documented: string }[] {
+  const text = fs.readFileSync(path.join(ROOT_DIR, file), 'utf8');
+  const start = text.indexOf(`\n${heading}\n`);
+  expect(start, `${file} has a "${heading}" section`).toBeGreaterThanOrEqual(0);
+  const end = text.indexOf('\n## ', start + heading.length + 1);
+  const section = text.slice(start, end === -1 ? undefined : end);
   const out: { name: string; documented: string }[] = [];
   for (const line of section.split('\n')) {
     const cells = line.split('|').map((x) => x.trim());

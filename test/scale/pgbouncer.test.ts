@@ -1,4 +1,4 @@
-// README "Deployment" (PgBouncer): Postgres behind a real PgBouncer 1.18 in transaction pooling mode. The client sends
+// docs/deployment-and-scale-out.md (PgBouncer): Postgres behind a real PgBouncer 1.18 in transaction pooling mode. The client sends
 // nothing PgBouncer refuses, the migration lock holds no session state, and the database paths of every area
 // (migrations, accounts, content, jobs, the mail store, embeddings quota) work through it.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -46,7 +46,7 @@ describe('PgBouncer in transaction mode', () => {
     }
     const db = await dbThrough(url);
     try {
-      // The helper's connect_query, the way the README's PgBouncer example sets it.
+      // The helper's connect_query, the way the PgBouncer example of docs/deployment-and-scale-out.md sets it.
       expect((await db.raw('show statement_timeout')).rows[0].statement_timeout).toBe('30s');
     } finally {
       await db.destroy();

@@ -1,4 +1,4 @@
-// README "Deployment" (Redis Cluster): the API and a worker process on a real 3-master cluster with replicas. Every
+// docs/deployment-and-scale-out.md (Redis Cluster): the API and a worker process on a real 3-master cluster with replicas. Every
 // area's jobs run on it, the queues and per-user keys spread over the masters, and when a master is killed (SIGKILL)
 // its replica takes over and the same processes carry on: every job completes and the content rows are exact.
 import fs from 'node:fs';

@@ -1,4 +1,4 @@
-// Verification-code extractor: no failure on the hand-written regression corpus (the README's figures), plus focused rules from the spec.
+// Verification-code extractor: no failure on the hand-written regression corpus (the figures docs/mail.md states), plus focused rules.
 // (The corpus's own size and shape are checked in harness-code-corpus.test.ts.)
 import fs from 'node:fs';
 import path from 'node:path';
@@ -8,8 +8,8 @@ import { corpus } from '../fixtures/code-corpus.js';
 import { ROOT_DIR } from '../helpers/spawn.js';
 
 describe('extractCode over the corpus', () => {
-  // The README states the figures on test/fixtures/code-corpus.ts; the corpus is a regression bar, so every message must pass.
-  it('gets every message of the regression corpus right: precision and recall 1.000, the figures the README states', () => {
+  // docs/mail.md states the figures on test/fixtures/code-corpus.ts; the corpus is a regression bar, so every message must pass.
+  it('gets every message of the regression corpus right: precision and recall 1.000, the figures docs/mail.md states', () => {
     let returned = 0;
     let returnedRight = 0;
     let withCode = 0;
@@ -30,12 +30,12 @@ describe('extractCode over the corpus', () => {
     const measured = `precision ${precision.toFixed(3)} (${returnedRight}/${returned}), recall ${recall.toFixed(3)} (${found}/${withCode})`;
     console.log(`code extractor: ${measured}, ${corpus.length} messages`);
     expect(failures).toEqual([]);
-    const readme = fs.readFileSync(path.join(ROOT_DIR, 'README.md'), 'utf8').replace(/\s+/g, ' ');
+    const manual = fs.readFileSync(path.join(ROOT_DIR, 'docs/mail.md'), 'utf8').replace(/\s+/g, ' ');
     const claim =
       /Measured on the (\d+)-message corpus in `test\/fixtures\/code-corpus\.ts`.*?\*\*(precision [\d.]+ \(\d+\/\d+\), recall [\d.]+ \(\d+\/\d+\))\*\*/.exec(
-        readme,
+        manual,
       );
-    expect(claim, 'the README states the corpus figures').not.toBeNull();
+    expect(claim, 'docs/mail.md states the corpus figures').not.toBeNull();
     expect([Number(claim![1]), claim![2]]).toEqual([corpus.length, measured]);
   });
 
