@@ -1,5 +1,7 @@
 // The mail area's request rules (msOauth2api's field names kept), job payloads, and the message object.
 import { z } from 'zod';
+import { badRequest } from '../errors.js';
+import { parse } from '../validate.js';
 
 export const OUTLOOK_IMAP = { host: 'outlook.office365.com', port: 993, secure: true } as const;
 export const OUTLOOK_SMTP = { host: 'smtp.office365.com', port: 587, secure: false } as const;
@@ -66,6 +68,27 @@ export const importBody = z.union(
   ],
   { error: `send the lines as text/plain, or as JSON {lines}: at most ${MAX_IMPORT_LINES} lines, 5,000,000 characters` },
 );
+
+/** What an import brings: its lines, and (JSON only) the servers of every account it makes. */
+export interface ImportInput {
+  lines: string[];
+  servers: { imap?: z.output<typeof createAccountBody>['imap']; smtp?: z.output<typeof createAccountBody>['smtp'] };
+}
+
+/**
+ * POST /api/mail/accounts/import's body (src/mail/routes.ts declares it): text/plain, or JSON {lines, imap?, smtp?}
+ * (lines a string or an array), an absent body read as ''; at most MAX_IMPORT_LINES lines, else 400 naming `lines`.
+ */
+export function parseImportBody(raw: unknown): ImportInput {
+  const body = parse(importBody, raw ?? '');
+  const text = typeof body === 'string' ? body : body.lines;
+  const lines = Array.isArray(text) ? text : text.split(/\r?\n/);
+  if (lines.length > MAX_IMPORT_LINES)
+    throw badRequest(`lines: at most ${MAX_IMPORT_LINES} lines per import (this has ${lines.length}); send the rest in another request`, {
+      param: 'lines',
+    });
+  return { lines, servers: typeof body === 'string' ? {} : { imap: body.imap, smtp: body.smtp } };
+}
 
 /** GET /api/mail/accounts: pages of up to 1,000 accounts (by default the first 1,000). */
 export const accountsPage = z.object({
