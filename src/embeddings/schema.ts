@@ -54,6 +54,17 @@ export const embeddingsResponseView = z.object({
   usage: z.object({ prompt_tokens: z.number(), total_tokens: z.number() }),
 });
 
+/** OpenAI's model object: GET /v1/models/:model, and each model GET /v1/models lists. */
+export const modelView = z.object({
+  id: z.string(),
+  object: z.literal('model'),
+  created: z.number().describe('Unix seconds'),
+  owned_by: z.string().describe("'switchyard' for a built-in model, 'upstream' for one a channel serves"),
+});
+
+/** OpenAI's model list: GET /v1/models, the models the key may use. */
+export const modelListView = z.object({ object: z.literal('list'), data: z.array(modelView) });
+
 /** String.prototype.toWellFormed (Node 20; not yet in this TypeScript's lib): lone surrogates become U+FFFD. */
 const wellFormed = (t: string): string => (t as string & { toWellFormed(): string }).toWellFormed();
 

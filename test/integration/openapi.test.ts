@@ -1,6 +1,7 @@
 // /openapi.json describes every route the app serves (and nothing else); /docs works offline; /metrics.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildRouters } from '../../src/http/app.js';
+import { openApiSpec } from '../../scripts/gen-web-types.js';
 import { startTestApp, type TestApp } from '../helpers/services.js';
 
 let t: TestApp;
@@ -42,6 +43,11 @@ describe('/openapi.json', () => {
     const list = doc.paths['/api/content'].get.parameters.find((x: { name: string }) => x.name === 'orderBy');
     expect(list.schema.enum).toEqual(['score', 'createdAt', 'analyzedAt']);
     expect(doc.paths['/api/content/batch'].post.responses['202']).toBeDefined();
+  });
+
+  it("is the document the console's types are generated from (scripts/gen-web-types.ts builds it without Postgres or Redis)", async () => {
+    const served = (await t.anon.get('/openapi.json')).body;
+    expect(served).toEqual(JSON.parse(JSON.stringify(openApiSpec())));
   });
 });
 

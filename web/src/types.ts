@@ -1,7 +1,16 @@
-// The shapes the documented APIs answer with (see /openapi.json), as the console reads them.
-// Written out here on purpose rather than imported from the server's schemas and row types (src/**/schema.ts): those
-// modules import zod and other server code, and web/ is built and type-checked on its own (browser types only, no
-// Node), so the console's bundle never carries server code. The API's JSON is the contract between the two.
+// The shapes the documented APIs answer with, as the console reads them: named here, generated in api.gen.ts from the
+// server's OpenAPI document (/openapi.json, built from the response schemas in src/**/schema.ts) by
+// `npm run gen:web-types`. A server schema that changes without them being generated again fails the unit tests
+// (test/unit/web-types.test.ts). web/ never imports server code: it is built and type-checked on its own (browser types
+// only), and the API's JSON is the contract between the two.
+import type { paths } from './api.gen';
+
+/** The JSON body of an endpoint's answer with a status (200 unless named): `Answer<'/api/status', 'get'>`. */
+type Answer<P extends keyof paths, M extends 'get' | 'post' | 'put' | 'delete', S extends number = 200> = Named<
+  paths[P][M] extends { responses: { [K in S]: { content: { 'application/json': infer B } } } } ? B : never
+>;
+/** An answer not in the document (path, method or status wrong, or documented without a schema) shows up by name where it is used. */
+type Named<T> = [T] extends [never] ? 'not a JSON answer in api.gen.ts' : T;
 
 export const ROLE = { common: 1, admin: 10, root: 100 } as const;
 
@@ -10,206 +19,41 @@ export interface PageProps {
   params: Record<string, string>;
 }
 
-export interface User {
-  id: number;
-  username: string;
-  display_name: string;
-  role: number;
-  status: number;
-  email: string;
-  quota: number;
-  used_quota: number;
-  request_count: number;
-  group: string;
-  created_at: string;
-}
+export type User = Answer<'/api/user/self', 'get'>['data'];
+export type Token = Answer<'/api/token/', 'get'>['data'][number];
+export type Redemption = Answer<'/api/redemption/', 'get'>['data'][number];
+export type Channel = Answer<'/api/channel/', 'get'>['data'][number];
 
-export interface Token {
-  id: number;
-  user_id: number;
-  key: string;
-  name: string;
-  status: number;
-  created_time: number;
-  accessed_time: number;
-  expired_time: number;
-  remain_quota: number;
-  unlimited_quota: boolean;
-  used_quota: number;
-  models: string;
-  subnet: string;
-}
+export type LogRow = Answer<'/api/log/', 'get'>['data'][number];
+export type LogStat = Answer<'/api/log/stat', 'get'>['data'];
+export type DashboardRow = Answer<'/api/user/dashboard', 'get'>['data'][number];
+export type Status = Answer<'/api/status', 'get'>['data'];
 
-export interface Redemption {
-  id: number;
-  user_id: number | null;
-  key: string;
-  name: string;
-  quota: number;
-  status: number;
-  created_time: number;
-  redeemed_time: number;
-  used_user_id: number | null;
-}
+export type ContentItem = Answer<'/api/content/{id}', 'get'>;
+export type ContentStats = Answer<'/api/stats', 'get'>;
 
-export interface Channel {
-  id: number;
-  type: string;
-  name: string;
-  base_url: string;
-  key: string;
-  models: string;
-  model_mapping: Record<string, string>;
-  priority: number;
-  weight: number;
-  price: number | null;
-  status: number;
-  status_reason: string | null;
-  used_quota: number;
-  created_time: number;
-  updated_time: number;
-}
-
-export interface LogRow {
-  id: number;
-  created_at: number;
-  type: number;
-  content: string;
-  username: string;
-  token_name: string;
-  model_name: string;
-  quota: number;
-  prompt_tokens: number;
-  completion_tokens: number;
-  channel: number;
-  elapsed_time: number;
-  request_id: string;
-  request_count: number;
-  cache_hit: boolean;
-  status_code: number | null;
-}
-
-export interface LogStat {
-  quota: number;
-  rpm: number;
-  tpm: number;
-}
-
-export interface DashboardRow {
-  Day: string;
-  ModelName: string;
-  RequestCount: number;
-  Quota: number;
-  PromptTokens: number;
-  CompletionTokens: number;
-}
-
-export interface Status {
-  version: string;
-  start_time: number;
-  system_name: string;
-  quota_unit: string;
-  log_retention_days: number;
-}
-
-export interface ContentItem {
-  id: string;
-  source: string;
-  url: string;
-  title: string | null;
-  summary: string;
-  content: string;
-  score: number;
-  analyzedBy: string | null;
-  analyzedAt: string;
-  createdAt: string;
-  updatedAt: string;
-}
-
-export interface ContentStats {
-  total: number;
-  bySource: Record<string, number>;
-}
-
-export interface MailServer {
-  host: string;
-  port: number;
-  secure: boolean;
-}
-
-export interface MailAccount {
-  id: number;
-  owner_id: number;
-  email: string;
-  auth_type: 'password' | 'oauth2';
-  client_id: string | null;
-  imap: MailServer;
-  smtp: MailServer;
-  last_error: string | null;
-  last_used_at: string | null;
-  created_at: string;
-  updated_at: string;
-}
-
-export interface MailAddress {
-  name: string;
-  address: string;
-}
-
-export interface MailMessage {
-  id: string;
-  uid: number;
-  mailbox: 'INBOX' | 'Junk';
-  messageId: string | null;
-  from: MailAddress | null;
-  to: MailAddress[];
-  subject: string;
-  date: string | null;
-  text: string | null;
-  html: string | null;
-  send: string | null;
-  snippet?: string;
-}
-
+export type MailAccount = Answer<'/api/mail/accounts', 'get'>[number];
+export type MailServer = MailAccount['imap'];
+export type MailMessage = Answer<'/api/mail-all', 'get'>['messages'][number];
+export type MailAddress = NonNullable<MailMessage['from']>;
 /** extract-code's answer (none found is a 404 with code no_code). */
-export interface CodeAnswer {
-  email: string;
-  code: string;
-  message: { id: string; mailbox: 'INBOX' | 'Junk'; from: MailAddress | null; subject: string; date: string | null };
-  source: 'subject' | 'text' | 'html';
-  keyword: string;
-}
+export type CodeAnswer = Answer<'/api/vendor-email/extract-code', 'get'>;
 
-export type JobState = 'waiting' | 'active' | 'delayed' | 'completed' | 'failed';
-
-export interface JobError {
-  status: number;
-  message: string;
-  code?: string | null;
-}
-
-export interface Job {
-  id: string;
-  queue: string;
-  name: string;
-  state: JobState;
-  progress: unknown;
-  result?: unknown;
-  error: JobError | null;
-  attempts: number;
-  createdAt: string;
-  processedAt: string | null;
-  finishedAt: string | null;
-  statusUrl?: string;
-}
-
+/** A job with its result (GET /api/jobs/{id}, and the `state` event of its event stream). */
+export type Job = Answer<'/api/jobs/{id}', 'get'>;
+/** A page of jobs (GET /api/jobs). */
+export type JobPage = Answer<'/api/jobs', 'get'>;
+/** A job in a listing: no result, and where to read it. */
+export type JobSummary = JobPage['jobs'][number];
+export type JobState = Job['state'];
+export type JobError = NonNullable<Job['error']>;
 /** What a job-backed endpoint answers with 202. */
-export interface Accepted {
-  jobId: string;
-  state: JobState;
-  statusUrl: string;
-}
+export type Accepted = Answer<'/api/content/batch', 'post', 202>;
 
+/**
+ * OpenAI's model object. Written out until /v1/models documents its answer: the schema is src/embeddings/schema.ts's
+ * modelListView, which src/embeddings/routes.ts has yet to name; then this becomes Answer<'/v1/models', 'get'>['data'][number].
+ */
 export interface Model {
   id: string;
   object: string;

@@ -7,7 +7,7 @@ import { fmtDate } from '../format';
 import { t } from '../i18n';
 import { jobStateKey, watchJob } from '../job-events';
 import { isAdmin, useSession } from '../session';
-import type { Job } from '../types';
+import type { Job, JobPage, JobSummary } from '../types';
 import { Badge, Empty, ErrorNote, Loading, Page, type Tone, useAction } from '../ui';
 
 const QUEUES = ['content', 'embeddings', 'mail'];
@@ -27,14 +27,14 @@ export default function JobsPage() {
   const { user } = useSession();
   const [queue, setQueue] = useState('');
   const [state, setState] = useState('');
-  const [jobs, setJobs] = useState<Job[] | null>(null);
+  const [jobs, setJobs] = useState<JobSummary[] | null>(null);
   const [cursor, setCursor] = useState<string | null>(null);
   const [openId, setOpenId] = useState<string | null>(null);
   const action = useAction();
 
   const load = (more: boolean) =>
     action.run(async () => {
-      const res = await get<{ jobs: Job[]; nextCursor: string | null }>(`/api/jobs${query({ limit: 20, queue, state, cursor: more ? cursor : undefined })}`);
+      const res = await get<JobPage>(`/api/jobs${query({ limit: 20, queue, state, cursor: more ? cursor : undefined })}`);
       setJobs((prev) => (more && prev ? [...prev, ...res.jobs] : res.jobs));
       setCursor(res.nextCursor);
     });
@@ -49,7 +49,7 @@ export default function JobsPage() {
     .map((j) => j.id);
   const liveKey = unfinished.join(',');
   useEffect(() => {
-    const update = (id: string, patch: Partial<Job>) => setJobs((list) => list?.map((j) => (j.id === id ? { ...j, ...patch } : j)) ?? null);
+    const update = (id: string, patch: Partial<JobSummary>) => setJobs((list) => list?.map((j) => (j.id === id ? { ...j, ...patch } : j)) ?? null);
     const watches = unfinished.map((id) => {
       const w = watchJob(id, {
         onState: (job) => update(id, { state: job.state, progress: job.progress, attempts: job.attempts, processedAt: job.processedAt }),
