@@ -1,7 +1,7 @@
 // Request schemas and row shapes of accounts (users, tokens, redemption codes), one-api compatible.
 import { z } from 'zod';
 import { parseCidr } from '../outbound.js';
-import { rowId } from '../validate.js';
+import { parse, rowId } from '../validate.js';
 
 export const ROLE = { common: 1, admin: 10, root: 100 } as const;
 export const USER_STATUS = { enabled: 1, disabled: 2 } as const;
@@ -58,6 +58,7 @@ export const updateSelfBody = z.object({
   password: password.optional(),
   original_password: z.string().max(128).optional(),
 });
+export type UpdateSelfInput = z.output<typeof updateSelfBody>;
 
 /** Comma list (or array) of model names; empty means "all models". */
 const modelList = z
@@ -139,6 +140,9 @@ export const updateRedemptionBody = z.object({
   status: z.union([z.literal(1), z.literal(2)], { error: 'must be 1 (enabled) or 2 (disabled)' }).optional(),
 });
 
+export type CreateRedemptionInput = z.output<typeof createRedemptionBody>;
+export type UpdateRedemptionInput = z.output<typeof updateRedemptionBody>;
+
 export const topupBody = z.object({
   key: z.string({ error: 'is required' }).trim().min(1, 'is required').max(64),
 });
@@ -148,6 +152,29 @@ export const pageQuery = z.object({
   page_size: z.coerce.number().int().min(1).max(100).default(10),
   keyword: z.string().max(100).optional(),
 });
+
+export type PageQuery = z.output<typeof pageQuery>;
+
+/** A page of a list as the stores take it. */
+export const pageOf = (q: PageQuery) => ({ offset: q.p * q.page_size, limit: q.page_size, keyword: q.keyword });
+
+/** `?status_only=1` (or `true`): a PUT changes only `status` (one-api's enable/disable switch). */
+export const parseStatusOnly = (raw: Record<string, unknown>) => ({ statusOnly: ['1', 'true'].includes(String(raw.status_only ?? '')) });
+
+/**
+ * PUT /api/token/ and /api/token/:id: the path's id, when there is one, replaces the body's (one-api clients send the
+ * token read back whole, id included), then the body is parsed as one.
+ */
+export function parseTokenUpdate(raw: unknown, path: Record<string, string>): UpdateTokenInput {
+  const body = (raw ?? {}) as Record<string, unknown>;
+  const id = path.id === undefined ? body.id : parse(idParam, path.id, { param: 'id' });
+  return parse(updateTokenBody, { ...body, id });
+}
+
+/** Drops undefined fields, so a partial update touches only what was sent. */
+export function compact<T extends object>(o: T): Partial<T> {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
+}
 
 export const idParam = z.coerce
   .number({ error: 'must be a numeric id' })
