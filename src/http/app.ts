@@ -16,9 +16,10 @@ import { channelsRouter } from '../channels/routes.js';
 import { embeddingsRouter } from '../embeddings/routes.js';
 import { mailRouter } from '../mail/routes.js';
 import { logsRouter } from '../logs/routes.js';
+import { startLogMaintenance } from '../logs/maintenance.js';
 import { observeHttp } from '../metrics.js';
 import { docsRouter } from './openapi.js';
-import { jobsRouter } from './jobs.js';
+import { jobsRouter } from './jobs-routes.js';
 import { boardEndpoint, boardMiddleware } from './board.js';
 import { consoleMiddleware } from './console.js';
 import type { ApiRouter, Endpoint } from './route.js';
@@ -30,6 +31,8 @@ export function createApp(p: Platform): Koa {
   app.silent = true;
   app.on('error', (err) => p.log.debug({ err }, 'koa error event'));
 
+  // Partitions ahead, retention and outage rows run in every process that serves the API (once per platform).
+  startLogMaintenance(p);
   // One router holding every area's routes: one match per request, not one per area.
   const root = new Router();
   for (const r of buildRouters(p)) root.use(r.routes());
@@ -52,7 +55,7 @@ export function buildRouters(p: Platform): ApiRouter[] {
   // The embeddings routes come first: they are the busiest. The logs routes come before accounts' /api/user/:id,
   // which would otherwise take /api/user/dashboard.
   const areas = [embeddingsRouter(p), healthRouter(p), logsRouter(p), accountsRouter(p), channelsRouter(p), jobsRouter(p), contentRouter(p), mailRouter(p)];
-  const docs = docsRouter(() => [...areas, docs].flatMap((r) => r.endpoints).concat(boardEndpoint));
+  const docs = docsRouter(p, () => [...areas, docs].flatMap((r) => r.endpoints).concat(boardEndpoint));
   return [...areas, docs];
 }
 

@@ -1,14 +1,12 @@
 // Bull Board at /admin/queues, for admins only (session cookie or HTTP Basic), mounted on the main app.
 import type { Context, Middleware } from 'koa';
 import type { Platform } from '../platform.js';
-import { ROLE } from '../accounts/schema.js';
-import { authorize } from './auth.js';
-import type { Endpoint } from './route.js';
+import { enforceAuth, type Endpoint } from './route.js';
 import { AppError, badRequest, forbidden, notFound } from '../errors.js';
 
 export const BOARD_PATH = '/admin/queues';
 
-/** The board is a sub-app, not a router: its description is declared here. */
+/** The board is a sub-app, not a router: its description is declared here, and its guard enforces it (enforceAuth). */
 export const boardEndpoint: Endpoint = {
   method: 'get',
   path: BOARD_PATH,
@@ -27,7 +25,7 @@ export function boardMiddleware(p: Platform): Middleware {
   return async (ctx, next) => {
     if (ctx.path !== BOARD_PATH && !ctx.path.startsWith(`${BOARD_PATH}/`)) return next();
     try {
-      await authorize(ctx, p, ROLE.admin, { allowBasic: true });
+      await enforceAuth(ctx, p, boardEndpoint, undefined);
     } catch (err) {
       // Ask a browser for Basic credentials instead of showing a bare 401.
       if (err instanceof AppError && err.status === 401) {

@@ -4,7 +4,8 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import { z } from 'zod';
 import { notFound } from '../errors.js';
-import { ApiRouter, type Auth, type Endpoint } from './route.js';
+import type { Platform } from '../platform.js';
+import { ApiRouter, endpoint, type Auth, type Endpoint } from './route.js';
 
 /** What a job-backed endpoint answers with 202. */
 const accepted = z.object({ jobId: z.string(), state: z.enum(['waiting', 'active', 'delayed', 'completed', 'failed']), statusUrl: z.string() });
@@ -106,18 +107,19 @@ const DOCS_PAGE = `<!doctype html>
 <script src="/docs/init.js"></script>
 </body></html>`;
 
+const docsPage = endpoint({ method: 'get', path: '/docs', summary: 'This document, readable', auth: 'none', responses: { 200: 'HTML' } }, (ctx) => {
+  ctx.type = 'text/html; charset=utf-8';
+  return DOCS_PAGE;
+});
+
 /** /openapi.json of `endpoints()` (every router's, read once on first request), /docs and its assets. */
-export function docsRouter(endpoints: () => readonly Endpoint[]): ApiRouter {
-  const router = new ApiRouter('Operations');
+export function docsRouter(p: Platform, endpoints: () => readonly Endpoint[]): ApiRouter {
   let document: unknown;
-  router.endpoint({ method: 'get', path: '/openapi.json', summary: 'This document', auth: 'none', responses: { 200: 'OpenAPI 3.1' } }, (ctx) => {
+  const json = endpoint({ method: 'get', path: '/openapi.json', summary: 'This document', auth: 'none', responses: { 200: 'OpenAPI 3.1' } }, () => {
     document ??= openApiDocument(endpoints());
-    ctx.body = document;
+    return document;
   });
-  router.endpoint({ method: 'get', path: '/docs', summary: 'This document, readable', auth: 'none', responses: { 200: 'HTML' } }, (ctx) => {
-    ctx.type = 'text/html; charset=utf-8';
-    ctx.body = DOCS_PAGE;
-  });
+  const router = new ApiRouter('Operations', p).add(json, docsPage);
   router.get('/docs/init.js', (ctx) => {
     ctx.type = 'application/javascript; charset=utf-8';
     ctx.body = "window.ui = SwaggerUIBundle({ url: '/openapi.json', dom_id: '#ui', deepLinking: true });\n";
