@@ -11,6 +11,7 @@ import { Redis } from 'ioredis';
 import pg from 'pg';
 import { parseConfig } from '../src/config.js';
 import { createLogger } from '../src/log.js';
+import { jobKinds } from '../src/job-kinds.js';
 import { createPlatform } from '../src/platform.js';
 import { startWorkers } from '../workers/index.js';
 import { buildMessage, startDovecot } from '../test/helpers/dovecot.js';
@@ -340,7 +341,7 @@ async function main() {
     };
     // A queue prefix of its own: only this process's worker takes these jobs, as only raw's takes raw's.
     const config = parseConfig({ ...env, QUEUE_PREFIX: `${prefix}-rt`, LOG_LEVEL: 'silent', WORKER_QUEUES: 'content' });
-    const platform = await createPlatform(config, createLogger('silent'), { listenForJobs: true });
+    const platform = await createPlatform(config, createLogger('silent'), { listenForJobs: true, jobs: jobKinds });
     const ourWorkers = await startWorkers(platform, ['content']);
     // Alternate the two, twice, so neither gets the quieter moment of the machine.
     const rawP50s: number[] = [];

@@ -10,6 +10,7 @@ import pg from 'pg';
 import { parseConfig } from '../src/config.js';
 import { createDb, migrateLatest } from '../src/db.js';
 import { createLogger } from '../src/log.js';
+import { jobKinds } from '../src/job-kinds.js';
 import { createPlatform, type Platform } from '../src/platform.js';
 import { startWorkers, type WorkerSet } from '../workers/index.js';
 import { startPgBouncer } from '../test/helpers/pgbouncer.js';
@@ -79,7 +80,7 @@ export async function scaleFigures(opts: ScaleOptions): Promise<ScaleFigure[]> {
       const prefix = `{syscale-${id}-${setups.length}}`;
       prefixes.push(prefix);
       const config = parseConfig({ ...base, QUEUE_PREFIX: prefix, ...env });
-      const platform = await createPlatform(config, createLogger('silent'), { listenForJobs: true });
+      const platform = await createPlatform(config, createLogger('silent'), { listenForJobs: true, jobs: jobKinds });
       const workers = await startWorkers(platform, ['content']);
       setups.push({ label, platform, workers, ingest: [], roundTrip: [], writeTrip: [] });
     };

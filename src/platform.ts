@@ -5,6 +5,7 @@ import type { Logger } from './log.js';
 import { createRedis, checkEvictionPolicy, redisKeys, type Redis, type RedisKeys } from './redis.js';
 import { createSecrets, loadSecretKey, type Secrets } from './secrets.js';
 import { JobClient } from './jobs/client.js';
+import type { JobKinds } from './jobs/registry.js';
 import { Authenticator } from './accounts/auth.js';
 import { ChannelDirectory } from './channels/directory.js';
 import { UsageRecorder } from './accounts/usage.js';
@@ -35,13 +36,19 @@ export interface Platform {
 }
 
 export interface PlatformOptions {
+  /**
+   * The job kinds this platform enqueues and its workers run: the application's, `jobKinds` from the
+   * composition root (src/job-kinds.ts), which entry points pass (src/process.ts); tests may add their own.
+   * Given, not imported: the areas' declarations import the Platform type.
+   */
+  jobs: JobKinds;
   /** Create `root` on first start (API processes). */
   bootstrapRoot?: boolean;
   /** Listen to job events (processes that wait for jobs). */
   listenForJobs?: boolean;
 }
 
-export async function createPlatform(config: Config, log: Logger, opts: PlatformOptions = {}): Promise<Platform> {
+export async function createPlatform(config: Config, log: Logger, opts: PlatformOptions): Promise<Platform> {
   const secrets = createSecrets(loadSecretKey(config, log));
   const redis = createRedis(config, 'producer', 'api');
   const db = await createDb(config, log);
@@ -57,7 +64,7 @@ export async function createPlatform(config: Config, log: Logger, opts: Platform
     await db.destroy().catch(() => {});
     throw err;
   }
-  const jobs = new JobClient(config, redis, log, db, secrets);
+  const jobs = new JobClient(config, redis, log, db, secrets, opts.jobs);
   if (opts.listenForJobs) await jobs.listen();
   const unwatch = watchQueues([...jobs.queues.values()]);
   const platform: Platform = {

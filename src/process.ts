@@ -1,6 +1,7 @@
 // Process lifecycle shared by the entry points: config, Redis, platform, signals, ordered shutdown.
 import { ConfigError, parseConfig, type Config } from './config.js';
 import { createLogger, type Logger } from './log.js';
+import { jobKinds } from './job-kinds.js';
 import { createPlatform, type Platform, type PlatformOptions } from './platform.js';
 import { ensureRedis, RedisUnavailableError, type RedisHandle } from './redis.js';
 import { withTimeout } from './timeout.js';
@@ -25,7 +26,12 @@ export function loadConfigOrExit(): Config {
   }
 }
 
-export async function runProcess(name: string, opts: PlatformOptions & { requireServerDb?: string }, start: (p: Platform) => Promise<Running>): Promise<void> {
+/** Starts a process of the application: its platform (with the application's job kinds), then `start`. */
+export async function runProcess(
+  name: string,
+  opts: Omit<PlatformOptions, 'jobs'> & { requireServerDb?: string },
+  start: (p: Platform) => Promise<Running>,
+): Promise<void> {
   const config = loadConfigOrExit();
   const log = createLogger(config.LOG_LEVEL, name);
   // Catch SIGTERM/SIGINT from the first moment: one that arrives while starting up is honoured
@@ -48,7 +54,7 @@ export async function runProcess(name: string, opts: PlatformOptions & { require
 
   let platform: Platform;
   try {
-    platform = await createPlatform(config, log, opts);
+    platform = await createPlatform(config, log, { ...opts, jobs: jobKinds });
   } catch (err) {
     await redisHandle.stop();
     log.error({ err }, 'start-up failed');

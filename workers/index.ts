@@ -1,13 +1,12 @@
-// Worker runtime: one BullMQ Worker per selected queue, dispatching each job to its one processor.
+// Worker runtime: one BullMQ Worker per selected queue, dispatching each job to the handler its kind declares.
 import os from 'node:os';
 import { DelayedError, UnrecoverableError, Worker, type Job } from 'bullmq';
-import { queueConcurrency, type QueueName } from '../src/config.js';
+import { queueConcurrency, queueNames, type QueueName } from '../src/config.js';
 import { AppError, toAppError } from '../src/errors.js';
-import type { JobDefinition } from '../src/jobs/define.js';
+import { queueHooks } from '../src/job-kinds.js';
+import type { JobContext, QueueHooks } from '../src/jobs/define.js';
 import { OwnerSlots } from '../src/jobs/fairness.js';
-import type { Processor, ProcessorMap } from '../src/jobs/processor.js';
-import { processorMaps, queueStops, queueWarmUps } from '../src/jobs/processors.js';
-import { jobDefinitions } from '../src/jobs/registry.js';
+import type { JobKind, JobKinds } from '../src/jobs/registry.js';
 import {
   DELIVERED,
   dropPayload,
@@ -27,27 +26,18 @@ import { createRedis, publishTo } from '../src/redis.js';
 import { describeIssue } from '../src/validate.js';
 
 /**
- * Every job name must have exactly one processor, and every processor a declared job: checked
- * before any worker starts, so a deployment with a gap refuses to run instead of failing jobs.
+ * The job kinds a worker is to run, checked before any worker starts, so that a deployment with a gap refuses to run
+ * instead of failing jobs: each listed under its own name, on a queue that exists, with a handler (a declaration
+ * without one does not compile; this catches what a cast let through); and each queue hook on a queue that exists.
  */
-export function buildProcessorTable(maps: Record<string, ProcessorMap>): Map<string, { area: string; fn: Processor }> {
-  const table = new Map<string, { area: string; fn: Processor }>();
-  for (const [area, map] of Object.entries(maps)) {
-    for (const [name, fn] of Object.entries(map)) {
-      if (!fn) continue;
-      const existing = table.get(name);
-      if (existing) throw new Error(`job "${name}" has two processors (in ${existing.area} and ${area})`);
-      if (!(name in jobDefinitions)) throw new Error(`processor in ${area} for undeclared job "${name}"`);
-      table.set(name, { area, fn: fn as Processor });
-    }
+export function checkJobKinds(kinds: JobKinds, hooks: readonly QueueHooks[]): void {
+  for (const [key, def] of Object.entries(kinds)) {
+    if (def.name !== key) throw new Error(`job "${def.name}" is listed as "${key}": list job kinds by name (byName)`);
+    if (!queueNames.includes(def.queue)) throw new Error(`job "${key}" is declared on "${def.queue}", which is not a queue (${queueNames.join(', ')})`);
+    if (typeof def.run !== 'function')
+      throw new Error(`job "${key}" has no handler: give its declaration a run (defineJob, in the jobs.ts of the area that declares it)`);
   }
-  for (const name of Object.keys(jobDefinitions)) {
-    if (table.has(name)) continue;
-    throw new Error(
-      `job "${name}" has no processor: add one to the processors.ts of the area that declares it (src/<area>/processors.ts), whose map src/jobs/processors.ts lists`,
-    );
-  }
-  return table;
+  for (const hook of hooks) if (!queueNames.includes(hook.queue)) throw new Error(`queue hooks for "${hook.queue}", which is not a queue`);
 }
 
 export interface WorkerSet {
@@ -56,16 +46,22 @@ export interface WorkerSet {
   close(timeoutMs: number): Promise<void>;
 }
 
-export async function startWorkers(p: Platform, queues: readonly QueueName[], maps: Record<string, ProcessorMap> = processorMaps): Promise<WorkerSet> {
-  const table = buildProcessorTable(maps);
-  for (const queue of queues) await queueWarmUps[queue]?.(p);
+/**
+ * Consumes `queues`, running the job kinds the platform was created with (p.jobs.kinds: the ones it enqueues) and
+ * the hooks the areas declare for those queues (listed by the composition root, src/job-kinds.ts).
+ */
+export async function startWorkers(p: Platform, queues: readonly QueueName[]): Promise<WorkerSet> {
+  const kinds = p.jobs.kinds;
+  checkJobKinds(kinds, queueHooks);
+  const hooksOf = (queue: QueueName) => queueHooks.filter((h) => h.queue === queue);
+  for (const queue of queues) for (const hook of hooksOf(queue)) await hook.warmUp?.(p);
   const slots = new OwnerSlots(p.redis, p.keys, p.config.JOB_LOCK_MS);
-  const used = new Set(Object.values(jobDefinitions as Record<string, JobDefinition>).map((d) => d.queue));
+  const used = new Set(Object.values(kinds).map((d) => d.queue));
   const connection = createRedis(p.config, 'worker', 'worker');
   const workers: Worker[] = [];
   for (const queue of queues) {
     if (!used.has(queue)) continue;
-    const worker = new Worker<JobEnvelope>(queue, (job, token, signal) => dispatch(p, table, slots, job, token, signal), {
+    const worker = new Worker<JobEnvelope>(queue, (job, token, signal) => dispatch(p, kinds, slots, job, token, signal), {
       connection,
       prefix: p.keys.queuePrefix(queue),
       // Shown as the job's processedBy (in Bull Board too): which machine and process ran it.
@@ -94,7 +90,7 @@ export async function startWorkers(p: Platform, queues: readonly QueueName[], ma
     async close(timeoutMs) {
       sweeper.stop();
       // Taking no more jobs from here on: readiness it announced goes first.
-      for (const queue of queues) await queueStops[queue]?.(p);
+      for (const queue of queues) for (const hook of hooksOf(queue)) await hook.stop?.(p);
       const graceful = Promise.all(workers.map((w) => w.close()));
       let timer: NodeJS.Timeout | undefined;
       const timedOut = await Promise.race([graceful.then(() => false), new Promise<boolean>((r) => (timer = setTimeout(() => r(true), timeoutMs)))]);
@@ -117,15 +113,14 @@ const SLOT_RETRY_MS = 250;
 
 async function dispatch(
   p: Platform,
-  table: Map<string, { fn: Processor }>,
+  kinds: JobKinds,
   slots: OwnerSlots,
   job: Job<JobEnvelope>,
   token: string | undefined,
   signal?: AbortSignal,
 ): Promise<unknown> {
-  const entry = table.get(job.name);
-  const def = (jobDefinitions as Record<string, JobDefinition>)[job.name];
-  if (!entry || !def) throw new UnrecoverableError(encodeFailure(new AppError(500, `No processor for job "${job.name}"`)));
+  const def = Object.hasOwn(kinds, job.name) ? kinds[job.name] : undefined;
+  if (!def) throw new UnrecoverableError(encodeFailure(new AppError(500, `No handler for job "${job.name}"`)));
   // Only jobs the API made, as it made them: one added or edited elsewhere (Bull Board, Redis) names an owner and
   // a payload nobody checked. Failed at once, not retried; logged without its data.
   if (!verifyEnvelope(p.secrets, job.id!, job.name, job.data)) {
@@ -137,7 +132,7 @@ async function dispatch(
   }
   const owner = job.data.owner ?? null;
   const limit = def.ownerConcurrency && owner !== null ? def.ownerConcurrency(p.config) : undefined;
-  if (limit === undefined || !token) return runJob(p, entry, def, job, signal);
+  if (limit === undefined || !token) return runJob(p, def, job, signal);
   // The owner runs `limit` jobs already: this one waits (delayed, not failed: no attempt is spent)
   // and leaves the worker to other owners' jobs.
   const taken = await slots.acquire(job.queueName, owner!, job.id!, limit).catch(() => true);
@@ -152,14 +147,14 @@ async function dispatch(
   };
   const renewal = setInterval(() => renew().catch(() => {}), Math.max(1_000, p.config.JOB_LOCK_MS / 3));
   try {
-    return await runJob(p, entry, def, job, signal);
+    return await runJob(p, def, job, signal);
   } finally {
     clearInterval(renewal);
     await slots.release(job.queueName, owner!, job.id!).catch(() => {});
   }
 }
 
-async function runJob(p: Platform, entry: { fn: Processor }, def: JobDefinition, job: Job<JobEnvelope>, signal?: AbortSignal): Promise<unknown> {
+async function runJob(p: Platform, def: JobKind, job: Job<JobEnvelope>, signal?: AbortSignal): Promise<unknown> {
   const log = p.log.child({ jobId: job.id, job: job.name, attempt: job.attemptsMade + 1 });
   let payload: unknown;
   try {
@@ -179,8 +174,9 @@ async function runJob(p: Platform, entry: { fn: Processor }, def: JobDefinition,
   const started = performance.now();
   const seconds = () => (performance.now() - started) / 1000;
   try {
-    const result = await entry.fn(parsed.data as never, { job, platform: p, log, owner: job.data.owner ?? null, signal });
-    // resultIn (define.ts): a result that is private ('postgres') or large goes to job_results and
+    const ctx: JobContext = { job, platform: p, log, owner: job.data.owner ?? null, signal };
+    const result = await def.run(parsed.data, ctx);
+    // resultIn (src/jobs/registry.ts): a result that is private ('postgres') or large goes to job_results and
     // Redis (return value, reply) carries only its id. Serialised once, small or large.
     const json = JSON.stringify(result) as string | undefined;
     const limit = p.config.JOB_INLINE_RESULT_BYTES;

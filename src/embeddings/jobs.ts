@@ -1,6 +1,9 @@
-// The embeddings area's jobs, declared (payload, result, options); src/embeddings/processors.ts runs them.
-import { defineJob } from '../jobs/define.js';
+// The embeddings area's jobs, each declared once: payload, result, options and handler, and the embeddings queue's
+// hooks. Handlers and hooks load ./generate.js (models, use-lite) when they run: API processes never do.
+import { defineJob, defineQueueHooks } from '../jobs/define.js';
 import { generationPayload, type GenerationOutcome } from './schema.js';
+
+const generation = () => import('./generate.js');
 
 /** The vectors for one or more coalesced /v1 calls; the result goes straight back to the waiting API process. */
 export const embeddingsCreate = defineJob<GenerationOutcome[]>()({
@@ -18,4 +21,15 @@ export const embeddingsCreate = defineJob<GenerationOutcome[]>()({
     removeOnComplete: { age: 60, count: 1000 },
     removeOnFail: { age: 3600, count: 1000 },
   },
+  run: async ({ requests }, { platform }) => (await generation()).generate(platform, requests),
+});
+
+/** Every job of the area: the composition root (src/job-kinds.ts) lists them. */
+export const embeddingsJobs = [embeddingsCreate] as const;
+
+/** A worker consuming the embeddings queue loads its models first, and withdraws the readiness it announced when it stops. */
+export const embeddingsQueueHooks = defineQueueHooks({
+  queue: 'embeddings',
+  warmUp: async (p) => (await generation()).warmUpEmbeddings(p),
+  stop: async (p) => (await generation()).stopEmbeddings(p),
 });

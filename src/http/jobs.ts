@@ -2,8 +2,7 @@
 import type { Context } from 'koa';
 import { v7 as uuidv7 } from 'uuid';
 import type { Platform } from '../platform.js';
-import type { JobDefinition } from '../jobs/define.js';
-import { jobDefinitions, type JobName, type PayloadOf, type ResultOf } from '../jobs/registry.js';
+import type { JobName, PayloadOf, ResultOf } from '../jobs/registry.js';
 import { forgetJobs, recordJobOwner } from '../logs/job-owners.js';
 import type { Principal } from '../accounts/auth.js';
 
@@ -31,9 +30,9 @@ export async function runJobForRequest<N extends JobName>(
   const waitMs = prefersAsync(ctx) ? 0 : Math.max(p.config.SYNC_WAIT_MS, opts.minWaitMs ?? 0);
   const sizeHint = ctx.request.rawBody === undefined ? undefined : Buffer.byteLength(ctx.request.rawBody);
   // The job's owner is recorded before the job exists, so GET /api/jobs never misses one (jobs.run() with a known id).
-  const def = jobDefinitions[name] as JobDefinition;
-  const jobId = `${def.queue}-${uuidv7()}`;
-  await recordJobOwner(p.db, { jobId, ownerId: principal.user.id, queue: def.queue, name });
+  const queue = p.jobs.queueOf(name);
+  const jobId = `${queue}-${uuidv7()}`;
+  await recordJobOwner(p.db, { jobId, ownerId: principal.user.id, queue, name });
   const meta = { owner: principal.user.id, requestId: ctx.state.requestId, sizeHint, jobId };
   const wait = waitMs > 0 ? p.jobs.waitFor(jobId, waitMs) : undefined;
   try {

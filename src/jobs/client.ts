@@ -11,8 +11,7 @@ import type { Redis } from '../redis.js';
 import type { Secrets } from '../secrets.js';
 import { createRedis, redisKeys, subscribeTo, waitForReplica } from '../redis.js';
 import { withTimeout } from '../timeout.js';
-import type { JobDefinition } from './define.js';
-import { jobDefinitions, type JobName, type PayloadOf, type ResultOf } from './registry.js';
+import type { JobKind, JobKinds, JobRegistry, NameIn, PayloadIn, ResultIn } from './registry.js';
 import {
   decodeFailure,
   dropJobStorage,
@@ -98,9 +97,11 @@ export const STATE_MAP: Record<string, JobState> = {
 
 /**
  * The API side of the job platform: one Queue and one QueueEvents per queue, created once, and a
- * table of pending waits keyed by job id that the QueueEvents streams resolve.
+ * table of pending waits keyed by job id that the QueueEvents streams resolve. `K` types the job
+ * names, payloads and results of enqueue() and run(): the registered kinds (src/job-kinds.ts) unless
+ * said otherwise (a test's own kinds); `kinds` are the ones it is given, checked by name at run time.
  */
-export class JobClient {
+export class JobClient<K extends JobKinds = JobRegistry> {
   readonly queues = new Map<QueueName, Queue>();
   private readonly events = new Map<QueueName, QueueEvents>();
   private readonly listeners = new Map<string, Set<(e: JobEvent) => void>>();
@@ -116,6 +117,8 @@ export class JobClient {
     private readonly db: Db,
     /** Seals payloads of job types declared payloadIn 'sealed', and signs every envelope. */
     private readonly secrets: Pick<Secrets, 'encrypt' | 'signJob'>,
+    /** Every kind this platform enqueues (and its workers run), by name. */
+    readonly kinds: JobKinds,
   ) {
     // A channel of its own (on a cluster, in a slot of its own: replies to many API processes spread over the masters).
     this.replyChannel = redisKeys(config).of('replies', uuidv7());
@@ -148,7 +151,7 @@ export class JobClient {
       }
     });
     const ready: Promise<unknown>[] = [];
-    const defs = Object.values(jobDefinitions as Record<string, JobDefinition>);
+    const defs = Object.values(this.kinds);
     for (const name of queueNames) {
       // A queue whose jobs all reply directly has no events anyone waits for.
       if (defs.some((d) => d.queue === name) && defs.filter((d) => d.queue === name).every((d) => d.reply === 'direct')) continue;
@@ -210,18 +213,30 @@ export class JobClient {
     };
   }
 
+  /** The declaration of a job kind; a name this platform was not given is a programming error. */
+  kind(name: string): JobKind {
+    const def = Object.hasOwn(this.kinds, name) ? this.kinds[name] : undefined;
+    if (!def) throw new Error(`job "${name}" is not among this platform's job kinds (src/job-kinds.ts lists them)`);
+    return def;
+  }
+
+  /** The queue a job kind runs on. */
+  queueOf(name: NameIn<K>): QueueName {
+    return this.kind(name).queue;
+  }
+
   /** Adds a job. Fails fast (503) when Redis is not reachable. */
-  async enqueue<N extends JobName>(
+  async enqueue<N extends NameIn<K>>(
     name: N,
-    payload: PayloadOf<N>,
+    payload: PayloadIn<K, N>,
     meta: { owner: number | null; requestId?: string; jobId?: string; options?: JobsOptions; sizeHint?: number },
   ): Promise<string> {
-    const def = jobDefinitions[name] as JobDefinition;
+    const def = this.kind(name);
     const id = meta.jobId ?? `${def.queue}-${uuidv7()}`;
     const queue = this.queues.get(def.queue)!;
     const data: JobEnvelope = { owner: meta.owner, requestId: meta.requestId, payload };
     if (def.reply === 'direct') data.replyTo = this.replyChannel;
-    // payloadIn (define.ts): 'postgres' always; 'redis-if-small' and 'sealed' past JOB_INLINE_PAYLOAD_BYTES, and
+    // payloadIn (registry.ts): 'postgres' always; 'redis-if-small' and 'sealed' past JOB_INLINE_PAYLOAD_BYTES, and
     // 'sealed' encrypted below it. A caller that knows a bound on the size (the request body's) saves serialising
     // small plain payloads twice.
     const always = def.payloadIn === 'postgres';
@@ -288,13 +303,12 @@ export class JobClient {
   }
 
   /** Enqueue and wait: the one helper job-backed endpoints use. */
-  async run<N extends JobName>(
+  async run<N extends NameIn<K>>(
     name: N,
-    payload: PayloadOf<N>,
+    payload: PayloadIn<K, N>,
     meta: { owner: number | null; requestId?: string; waitMs: number; options?: JobsOptions; sizeHint?: number },
-  ): Promise<{ jobId: string; done: true; result: ResultOf<N> } | { jobId: string; done: false }> {
-    const def = jobDefinitions[name] as JobDefinition;
-    const jobId = `${def.queue}-${uuidv7()}`;
+  ): Promise<{ jobId: string; done: true; result: ResultIn<K, N> } | { jobId: string; done: false }> {
+    const jobId = `${this.queueOf(name)}-${uuidv7()}`;
     if (meta.waitMs <= 0) {
       await this.enqueue(name, payload, { ...meta, jobId });
       return { jobId, done: false };
@@ -307,7 +321,7 @@ export class JobClient {
       throw err;
     }
     const outcome = await wait.promise;
-    return outcome.done ? { jobId, done: true, result: outcome.result as ResultOf<N> } : { jobId, done: false };
+    return outcome.done ? { jobId, done: true, result: outcome.result as ResultIn<K, N> } : { jobId, done: false };
   }
 
   async getJob(id: string): Promise<Job<JobEnvelope> | undefined> {

@@ -11,7 +11,8 @@ import { parseConfig, type Config } from '../../src/config.js';
 import { createLogger } from '../../src/log.js';
 import { createPlatform, type Platform } from '../../src/platform.js';
 import { answerClientErrors, createApp } from '../../src/http/app.js';
-import type { ProcessorMap } from '../../src/jobs/processor.js';
+import { jobKinds } from '../../src/job-kinds.js';
+import type { JobKinds } from '../../src/jobs/registry.js';
 import { startWorkers, type WorkerSet } from '../../workers/index.js';
 import { HttpClient } from './http.js';
 
@@ -116,20 +117,21 @@ export interface TestApp {
   close(): Promise<void>;
 }
 
-/** Starts the API in this process (and workers, unless `workers: false`) on a random port. */
-export async function startTestApp(
-  opts: { embedded?: boolean; env?: Record<string, string>; workers?: boolean; processors?: Record<string, ProcessorMap> } = {},
-): Promise<TestApp> {
+/**
+ * Starts the API in this process (and workers, unless `workers: false`) on a random port, with the application's job
+ * kinds or the ones given (`{ ...jobKinds, 'content.batch': { ...contentBatch, run: flaky } }`, or a test's own added).
+ */
+export async function startTestApp(opts: { embedded?: boolean; env?: Record<string, string>; workers?: boolean; jobs?: JobKinds } = {}): Promise<TestApp> {
   const testEnv = await createTestEnv(opts);
   const config = parseConfig(testEnv.env);
-  const platform = await createPlatform(config, createLogger(config.LOG_LEVEL), { bootstrapRoot: true, listenForJobs: true });
+  const platform = await createPlatform(config, createLogger(config.LOG_LEVEL), { bootstrapRoot: true, listenForJobs: true, jobs: opts.jobs ?? jobKinds });
   const app = createApp(platform);
   const server: Server = await new Promise((resolve) => {
     const s = app.listen(0, '127.0.0.1', () => resolve(s));
   });
   answerClientErrors(server);
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  const workers = opts.workers === false ? undefined : await startWorkers(platform, config.WORKER_QUEUES, opts.processors);
+  const workers = opts.workers === false ? undefined : await startWorkers(platform, config.WORKER_QUEUES);
   const root = new HttpClient(url);
   await root.login('root', ROOT_PASSWORD);
   return {

@@ -7,6 +7,7 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApp } from '../../src/http/app.js';
 import { createLogger } from '../../src/log.js';
+import { jobKinds } from '../../src/job-kinds.js';
 import { createPlatform, type Platform } from '../../src/platform.js';
 import { FakeOpenAI } from '../helpers/fake-openai.js';
 import { HttpClient } from '../helpers/http.js';
@@ -117,7 +118,7 @@ describe('the same-origin rule for a cookie-authenticated write (PUT /api/user/s
 describe(`revocation on another API process (same Postgres and Redis; AUTH_CACHE_MS=${AUTH_CACHE_MS})`, () => {
   let other: { platform: Platform; server: Server; url: string };
   beforeAll(async () => {
-    const platform = await createPlatform(t.config, createLogger('silent'), { listenForJobs: true });
+    const platform = await createPlatform(t.config, createLogger('silent'), { listenForJobs: true, jobs: jobKinds });
     const server: Server = await new Promise((resolve) => {
       const s = createApp(platform).listen(0, '127.0.0.1', () => resolve(s));
     });

@@ -1,9 +1,9 @@
 // The jobs platform in one process: sync and async answers, status, SSE, ownership, retries, Bull Board.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AppError } from '../../src/errors.js';
-import type { ProcessorMap } from '../../src/jobs/processor.js';
+import { contentBatch } from '../../src/content/jobs.js';
+import { jobKinds } from '../../src/job-kinds.js';
 import { startWorkers } from '../../workers/index.js';
-import { processorMaps } from '../../src/jobs/processors.js';
 import { HttpClient } from '../helpers/http.js';
 import { ROOT_PASSWORD, startTestApp, type TestApp } from '../helpers/services.js';
 import { item } from '../shared/content-suite.js';
@@ -170,8 +170,9 @@ describe('failures and retries', () => {
   let calls = 0;
   /** When each attempt started (Date.now() in the processor). */
   let startedAt: number[] = [];
-  const flaky: ProcessorMap = {
-    'content.batch': async ({ items }) => {
+  const flaky: typeof contentBatch = {
+    ...contentBatch,
+    run: async ({ items }) => {
       calls++;
       startedAt.push(Date.now());
       const mode = (items[0] as { mode?: string }).mode;
@@ -181,7 +182,7 @@ describe('failures and retries', () => {
     },
   };
   beforeAll(async () => {
-    t = await startTestApp({ processors: { ...processorMaps, content: flaky }, env: { JOB_BACKOFF_MS: String(BACKOFF_MS), JOB_ATTEMPTS: '5' } });
+    t = await startTestApp({ jobs: { ...jobKinds, 'content.batch': flaky }, env: { JOB_BACKOFF_MS: String(BACKOFF_MS), JOB_ATTEMPTS: '5' } });
   });
   afterAll(async () => {
     await t?.close();

@@ -9,6 +9,7 @@ import { createApp } from '../../src/http/app.js';
 import { createLogger } from '../../src/log.js';
 import { DAY_SECONDS, dayStart, partitionName } from '../../src/logs/partitions.js';
 import { deleteLogsBefore, dropExpiredPartitions, ensurePartitions, insertLogs, listPartitions } from '../../src/logs/store.js';
+import { jobKinds } from '../../src/job-kinds.js';
 import { createPlatform } from '../../src/platform.js';
 import { createTestEnv, type TestEnv } from '../helpers/services.js';
 
@@ -127,7 +128,7 @@ describe('an API process', () => {
     await db.raw(`drop table ${partitionName(day(7))}`);
     await db.destroy();
 
-    const platform = await createPlatform(config, createLogger('silent'), { bootstrapRoot: false, listenForJobs: false });
+    const platform = await createPlatform(config, createLogger('silent'), { bootstrapRoot: false, listenForJobs: false, jobs: jobKinds });
     const server: Server = createApp(platform).listen(0, '127.0.0.1');
     try {
       let parts: number[] = [];

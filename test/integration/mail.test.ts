@@ -2,8 +2,8 @@
 import net from 'node:net';
 import { ImapFlow } from 'imapflow';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import type { ProcessorMap } from '../../src/jobs/processor.js';
-import { processorMaps } from '../../src/jobs/processors.js';
+import { jobKinds } from '../../src/job-kinds.js';
+import { mailSend } from '../../src/mail/jobs.js';
 import { HttpClient } from '../helpers/http.js';
 import { startTestApp, type TestApp } from '../helpers/services.js';
 import { buildMessage, startDovecot, type DovecotServer } from '../helpers/dovecot.js';
@@ -45,11 +45,10 @@ async function oauthAccount(label = 'oa', opts: { rotate?: boolean } = {}) {
 
 /** Sends whose subject starts with this fail once, right after the message went out (see "a job retried…"). */
 const FAIL_AFTER_SENDING = '[fail after sending]';
-const realSend = processorMaps.mail!['mail.send']!;
-const mailProcessors: ProcessorMap = {
-  ...processorMaps.mail,
-  'mail.send': async (payload, ctx) => {
-    const result = await realSend(payload, ctx);
+const failingAfterSend: typeof mailSend = {
+  ...mailSend,
+  run: async (payload, ctx) => {
+    const result = await mailSend.run(payload, ctx);
     // A transient failure after the send (say, the connection to Redis dropped): BullMQ retries the job.
     if (payload.subject.startsWith(FAIL_AFTER_SENDING) && ctx.job.attemptsMade === 0) throw new Error('connection reset by peer');
     return result;
@@ -60,7 +59,7 @@ beforeAll(async () => {
   oauth = await new FakeMicrosoftOAuth().start();
   dovecot = await startDovecot({ oauth: { introspectionUrl: oauth.introspectionUrl }, oauthMechanisms: ['xoauth2'] });
   smtp = await startSmtp({ verifyToken: (email, token) => oauth.isValidAccessToken(email, token), rejectRecipients: ['nobody@example.test'] });
-  t = await startTestApp({ env: { MS_TOKEN_URL: oauth.tokenUrl, MAIL_TIMEOUT_MS: '5000' }, processors: { ...processorMaps, mail: mailProcessors } });
+  t = await startTestApp({ env: { MS_TOKEN_URL: oauth.tokenUrl, MAIL_TIMEOUT_MS: '5000' }, jobs: { ...jobKinds, 'mail.send': failingAfterSend } });
   await t.root.post('/api/user/', { username: 'mailer', password: 'mailer-password' });
   me = new HttpClient(t.url);
   await me.login('mailer', 'mailer-password');

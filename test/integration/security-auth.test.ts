@@ -4,6 +4,7 @@ import type { Server } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/log.js';
 import { createApp } from '../../src/http/app.js';
+import { jobKinds } from '../../src/job-kinds.js';
 import { createPlatform, type Platform } from '../../src/platform.js';
 import { serveMetrics } from '../../src/metrics.js';
 import { freePort } from '../helpers/redis-server.js';
@@ -234,7 +235,7 @@ describe('ending credentials', () => {
   describe('HTTP Basic (Bull Board) on another API process', () => {
     let other: { platform: Platform; server: Server; client: HttpClient };
     beforeAll(async () => {
-      const platform = await createPlatform(t.config, createLogger('silent'), { listenForJobs: true });
+      const platform = await createPlatform(t.config, createLogger('silent'), { listenForJobs: true, jobs: jobKinds });
       const server: Server = await new Promise((resolve) => {
         const s = createApp(platform).listen(0, '127.0.0.1', () => resolve(s));
       });

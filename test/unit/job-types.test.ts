@@ -1,10 +1,13 @@
-// The job registry's types: enqueue()/run() take only registered names with their own payload types.
-// These are compile-time checks: `npm run typecheck` (run by .ci/run) fails when they stop holding —
+// The job registry's types: enqueue()/run() take only registered names with their own payload types, and a job
+// declaration must carry its handler, typed by its payload and result. These are compile-time checks: `npm run typecheck` (run by .ci/run) fails when they stop holding —
 // an unused `@ts-expect-error` is an error, and so is an expectTypeOf mismatch. At run time they are no-ops.
 import { describe, expectTypeOf, it } from 'vitest';
+import { z } from 'zod';
 import type { JobClient } from '../../src/jobs/client.js';
+import { defineJob } from '../../src/jobs/define.js';
 import type { JobName, PayloadOf, ResultOf } from '../../src/jobs/registry.js';
 import type { BatchResult } from '../../src/content/schema.js';
+import type { PingResult } from '../../src/jobs/ping.js';
 
 declare const jobs: JobClient;
 
@@ -30,6 +33,31 @@ describe('job types (npm run typecheck)', () => {
       const run = await jobs.run('content.batch', { items: [] }, { owner: null, waitMs: 0 });
       // @ts-expect-error a content.batch result has no messageId
       if (run.done) void run.result.messageId;
+    };
+    void misuse;
+  });
+
+  it("types by the kinds the composition root registers (src/job-kinds.ts): the areas' and the pings", () => {
+    expectTypeOf<JobName>().toEqualTypeOf<
+      'content.ping' | 'embeddings.ping' | 'mail.ping' | 'content.batch' | 'embeddings.create' | 'mail.fetch' | 'mail.purge' | 'mail.code' | 'mail.send'
+    >();
+    expectTypeOf<ResultOf<'mail.ping'>>().toEqualTypeOf<PingResult>();
+  });
+
+  it('a declaration needs its handler, which takes the parsed payload and returns the declared result', () => {
+    const payload = z.object({ n: z.coerce.number() });
+    const job = defineJob<{ doubled: number }>()({ name: 'test.double', queue: 'content', payload, run: async ({ n }) => ({ doubled: n * 2 }) });
+    expectTypeOf<Parameters<typeof job.run>[0]>().toEqualTypeOf<{ n: number }>();
+    // Never called: only compiled.
+    const misuse = () => {
+      // @ts-expect-error a declaration without its handler (run) does not compile
+      defineJob<{ doubled: number }>()({ name: 'test.nohandler', queue: 'content', payload });
+      // @ts-expect-error the handler must return the declared result
+      defineJob<{ doubled: number }>()({ name: 'test.wrong', queue: 'content', payload, run: async ({ n }) => ({ tripled: n * 3 }) });
+      // @ts-expect-error its payload is the schema's output: n is a number
+      defineJob<{ doubled: number }>()({ name: 'test.string', queue: 'content', payload, run: async ({ n }: { n: string }) => ({ doubled: n.length }) });
+      // @ts-expect-error a declaration has no other fields (a processor elsewhere, say)
+      defineJob<{ doubled: number }>()({ name: 'test.extra', queue: 'content', payload, run: async () => ({ doubled: 0 }), processor: 'content' });
     };
     void misuse;
   });

@@ -1,0 +1,32 @@
+// The composition root of the job platform: every area's job kinds and queue hooks, one line per area. A job kind
+// is declared (name, queue, payload, options, handler) in its area's jobs.ts and listed there in the area's list;
+// src/jobs, generic, imports none of this. Entry points give jobKinds to the platform (src/process.ts), workers
+// take the hooks from here (workers/index.ts).
+import { contentJobs } from './content/jobs.js';
+import { embeddingsJobs, embeddingsQueueHooks } from './embeddings/jobs.js';
+import type { QueueHooks } from './jobs/define.js';
+import { pingJobs } from './jobs/ping.js';
+import { byName } from './jobs/registry.js';
+import { mailJobs, mailQueueHooks } from './mail/jobs.js';
+
+/** Every job kind, as a list (a test adds its own to it: `byName([...jobList, myJob])`). */
+export const jobList = [
+  // the platform's own: a no-op per queue (POST /api/jobs/ping)
+  ...pingJobs,
+  ...contentJobs,
+  ...embeddingsJobs,
+  ...mailJobs,
+] as const;
+
+/** Every job kind by name: what the API enqueues (type-checked: see Registered below) and workers run. */
+export const jobKinds = byName(jobList);
+
+/** What a worker does at start and stop for a queue it consumes, per area. */
+export const queueHooks: readonly QueueHooks[] = [embeddingsQueueHooks, mailQueueHooks];
+
+// Types p.jobs.enqueue('content.batch', …), run() and runJobForRequest() by these kinds' names, payloads and results.
+declare module './jobs/registry.js' {
+  interface Registered {
+    kinds: typeof jobKinds;
+  }
+}
