@@ -145,6 +145,9 @@ export function parseEmbeddingsRequest(body: unknown, pathModel?: string): Embed
   };
 }
 
+/** POST /v1/embeddings and /v1/engines/:model/embeddings: the body as OpenAI reads it, the path's model its fallback. */
+export const parseEmbeddingsBody = (raw: unknown, path: Record<string, string>): EmbeddingsRequest => parseEmbeddingsRequest(raw, path.model);
+
 /** One embeddings call inside a job: the API has already checked it and counted its tokens. */
 export const generationRequest = z.object({
   model: z.string().min(1),
