@@ -1,6 +1,7 @@
 // Channels (one-api's upstream model): request bodies, the stored row, and the public view with the key as a hint only.
 import { z } from 'zod';
-import { rowId } from '../validate.js';
+import { idParam } from '../accounts/schema.js';
+import { parse, rowId } from '../validate.js';
 
 export const CHANNEL_STATUS = { enabled: 1, disabled: 2, autoDisabled: 3 } as const;
 export const DEFAULT_OPENAI_BASE_URL = 'https://api.openai.com';
@@ -98,6 +99,16 @@ export const updateChannelBody = z.object({
   price: price.optional(),
   status: z.union([z.literal(1), z.literal(2)], { error: 'must be 1 (enabled) or 2 (disabled)' }).optional(),
 });
+
+/**
+ * PUT /api/channel/ and /api/channel/:id: the path's id, when there is one, replaces the body's (one-api clients send
+ * the channel read back whole, id included), then the body is parsed as one.
+ */
+export function parseChannelUpdate(raw: unknown, path: Record<string, string>): z.output<typeof updateChannelBody> {
+  const body = (raw ?? {}) as Record<string, unknown>;
+  const id = path.id === undefined ? body.id : parse(idParam, path.id, { param: 'id' });
+  return parse(updateChannelBody, { ...body, id });
+}
 
 export interface ChannelRow {
   id: number;
