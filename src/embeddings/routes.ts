@@ -5,7 +5,7 @@ import type { Context } from 'koa';
 import type { Principal } from '../accounts/auth.js';
 import type { Platform } from '../platform.js';
 import { ApiRouter, endpoint, ok, openaiError } from '../http/route.js';
-import { embeddingsBody, embeddingsResponseView, type EmbeddingsRequest, parseEmbeddingsBody } from './schema.js';
+import { embeddingsBody, embeddingsResponseView, type EmbeddingsRequest, modelListView, modelView, parseEmbeddingsBody } from './schema.js';
 import { type ClientLeaving, EmbeddingsService, visibleModel, visibleModels } from './service.js';
 
 /** The client has left when its connection closes before the answer was written. */
@@ -56,7 +56,7 @@ const engines = {
 } as const;
 
 const models = endpoint(
-  { method: 'get', path: '/v1/models', summary: 'Models this key may use', auth: 'apiKey', responses: { 200: 'OpenAI model list' } },
+  { method: 'get', path: '/v1/models', summary: 'Models this key may use', auth: 'apiKey', responses: { 200: ok('OpenAI model list', modelListView) } },
   async (_ctx, { p, principal }) => ({ object: 'list', data: await visibleModels(p, principal) }),
 );
 
@@ -66,7 +66,7 @@ const model = endpoint(
     path: '/v1/models/:model',
     summary: 'One model',
     auth: 'apiKey',
-    responses: { 200: 'OpenAI model object', 404: ok('unknown or not allowed', openaiError) },
+    responses: { 200: ok('OpenAI model object', modelView), 404: ok('unknown or not allowed', openaiError) },
   },
   (_ctx, { p, principal, path }) => visibleModel(p, principal, path.model!),
 );
@@ -74,10 +74,10 @@ const model = endpoint(
 export function embeddingsRouter(p: Platform): ApiRouter {
   // One service per router: the process's coalescers. The client is the request's connection.
   const calls = new EmbeddingsService<Context>(p, (ctx) => new ConnectionClosed(ctx.res));
-  // The answer's bytes (printed by the service) are the body; the elapsed time in its log row counts from here.
+  // The answer's bytes (printed by the service) are the body; the elapsed time in its log row counts from the request's arrival.
   const embed = (ctx: Context, { principal, body }: { principal: Principal; body: EmbeddingsRequest }) => {
     ctx.type = 'application/json';
-    return calls.embed(principal, body, ctx, ctx.state.requestId, performance.now());
+    return calls.embed(principal, body, ctx, ctx.state.requestId, ctx.state.startedAt ?? performance.now());
   };
   return new ApiRouter('Embeddings', p).add(endpoint(create, embed), endpoint(engines, embed), models, model);
 }

@@ -78,9 +78,10 @@ function requestContext(p: Platform): Koa.Middleware {
     const requestId = REQUEST_ID.test(incoming) ? incoming : crypto.randomUUID();
     ctx.set('X-Request-Id', requestId);
     ctx.state.requestId = requestId;
+    const started = performance.now();
+    ctx.state.startedAt = started;
     let log: Logger | undefined;
     Object.defineProperty(ctx.state, 'log', { get: () => (log ??= p.log.child({ reqId: requestId })), configurable: true });
-    const started = performance.now();
     try {
       await next();
     } finally {

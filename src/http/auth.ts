@@ -14,6 +14,8 @@ declare module 'koa' {
   interface DefaultState {
     principal?: Principal;
     requestId?: string;
+    /** performance.now() when the request arrived (the elapsed_time of a call's log row counts from it). */
+    startedAt?: number;
     log?: import('../log.js').Logger;
   }
 }

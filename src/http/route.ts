@@ -139,21 +139,26 @@ function lastValues(query: Context['query']): Record<string, unknown> {
 
 /** The middleware of a declared endpoint: auth, then path parameters, params, query and body, then the handler. */
 export function enforced(p: Platform, spec: RouteSpec, handler: Handler<RouteSpec>): Middleware {
+  const pathSchemas = spec.pathParams && Object.entries(spec.pathParams);
+  const mergesParams = spec.params !== undefined || spec.paramCredential !== undefined;
+  const emptyBody = 'emptyBody' in spec ? spec.emptyBody : {};
   return async (ctx) => {
-    const raw = spec.params || spec.paramCredential ? queryAndBody(ctx) : undefined;
+    const raw = mergesParams ? queryAndBody(ctx) : undefined;
     const principal = await enforceAuth(ctx, p, spec, raw);
-    const path: Record<string, unknown> = { ...ctx.params };
-    for (const [name, schema] of Object.entries(spec.pathParams ?? {})) path[name] = parse(schema, ctx.params[name], { param: name });
+    let path: Record<string, unknown> = ctx.params;
+    if (pathSchemas) {
+      path = { ...ctx.params };
+      for (const [name, schema] of pathSchemas) path[name] = parse(schema, ctx.params[name], { param: name });
+    }
     const params = spec.params ? parse(spec.params, raw) : undefined;
     const query = spec.parseQuery ? spec.parseQuery(ctx.query) : spec.query ? parse(spec.query, ctx.query) : undefined;
     const rawBody = ctx.request.body;
     const body = spec.parseBody
       ? spec.parseBody(rawBody, ctx.params as Record<string, string>)
       : spec.body && spec.body !== 'text'
-        ? parse(spec.body, rawBody ?? ('emptyBody' in spec ? spec.emptyBody : {}))
+        ? parse(spec.body, rawBody ?? emptyBody)
         : rawBody;
-    const input = { p, principal, body, query, path, params } as Input<RouteSpec>;
-    const answer = await handler(ctx, input);
+    const answer = await handler(ctx, { p, principal, body, query, path, params } as Input<RouteSpec>);
     if (answer !== undefined) ctx.body = answer;
   };
 }
@@ -164,21 +169,15 @@ export class ApiRouter extends Router {
   /** @param tag the OpenAPI tag of this router's endpoints (the area's name). */
   constructor(
     readonly tag: string,
-    readonly platform?: Platform,
+    readonly platform: Platform,
   ) {
     super();
   }
 
   /** Mounts declared endpoints: each is documented and enforced as its spec says. */
   add(...declared: Declared[]): this {
-    if (!this.platform) throw new Error('ApiRouter.add needs the platform (new ApiRouter(tag, p))');
     for (const { spec, handler } of declared) this.mount(spec, enforced(this.platform, spec, handler));
     return this;
-  }
-
-  /** @deprecated being replaced by `add(endpoint(spec, handler))`, which enforces the spec. */
-  endpoint(spec: RouteSpec, handler: Middleware): this {
-    return this.mount(spec, handler);
   }
 
   private mount(spec: RouteSpec, middleware: Middleware): this {

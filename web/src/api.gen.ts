@@ -5974,7 +5974,21 @@ export interface paths {
                     headers: {
                         [name: string]: unknown;
                     };
-                    content?: never;
+                    content: {
+                        "application/json": {
+                            data: {
+                                /** @description Unix seconds */
+                                created: number;
+                                id: string;
+                                /** @constant */
+                                object: "model";
+                                /** @description 'switchyard' for a built-in model, 'upstream' for one a channel serves */
+                                owned_by: string;
+                            }[];
+                            /** @constant */
+                            object: "list";
+                        };
+                    };
                 };
                 401: {
                     headers: {
@@ -6014,7 +6028,17 @@ export interface paths {
                     headers: {
                         [name: string]: unknown;
                     };
-                    content?: never;
+                    content: {
+                        "application/json": {
+                            /** @description Unix seconds */
+                            created: number;
+                            id: string;
+                            /** @constant */
+                            object: "model";
+                            /** @description 'switchyard' for a built-in model, 'upstream' for one a channel serves */
+                            owned_by: string;
+                        };
+                    };
                 };
                 401: {
                     headers: {

@@ -54,8 +54,4 @@ export type Accepted = Answer<'/api/content/batch', 'post', 202>;
  * OpenAI's model object. Written out until /v1/models documents its answer: the schema is src/embeddings/schema.ts's
  * modelListView, which src/embeddings/routes.ts has yet to name; then this becomes Answer<'/v1/models', 'get'>['data'][number].
  */
-export interface Model {
-  id: string;
-  object: string;
-  owned_by?: string;
-}
+export type Model = Answer<'/v1/models', 'get'>['data'][number];
