@@ -68,6 +68,9 @@ describe('an API process killed (SIGKILL) during a stream of priced calls', () =
     const payers = await Promise.all(['crash-a', 'crash-b', 'crash-c'].map((n) => payer(n, 1_000_000_000)));
     const ids = payers.map((p) => p.id);
     const before = await ledger(ids);
+    // The sweep below must be the one that gives the cut-off calls' reservations back: this process's own 30 s sweep
+    // could take them first (a race the count below would lose), so it is stopped here.
+    t.platform.ledger.stopSweeping();
     // Reservations expire after max(QUOTA_RESERVATION_TTL_MS, SYNC_WAIT_MS + 5 s): 8 s here.
     child = await spawnServer(['api'], { ...t.testEnv.env, SYNC_WAIT_MS: '3000', QUOTA_RESERVATION_TTL_MS: '1000' });
     const api = child;

@@ -1,4 +1,6 @@
 // Big answers' work (printing, hashing, counting) takes turns: one slice of all of it per turn of the event loop.
+// A timing check (gaps between timer callbacks), so it runs in test/timing, alone: with other suites sharing the two
+// cores its median gap doubled and it failed in CI.
 import { describe, expect, it } from 'vitest';
 import { bigWorkTurn } from '../../src/embeddings/turns.js';
 
