@@ -16,6 +16,7 @@ import { createPlatform } from '../src/platform.js';
 import { startWorkers } from '../workers/index.js';
 import { buildMessage, startDovecot } from '../test/helpers/dovecot.js';
 import { clearRedisPrefix } from '../test/helpers/services.js';
+import { idempotencyFigures } from './idempotency.js';
 import { relayBench } from './relay.js';
 import { useLiteBench } from './use-lite.js';
 import { load, percentile } from './load.js';
@@ -27,7 +28,7 @@ const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const ADMIN_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const REDIS_URL = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 8);
-/** BENCH_ONLY=relay,use-lite,store,logs,mail,scale,startup runs only those (and the local-hash figure the others compare with); nothing goes to latest.jsonl then. */
+/** BENCH_ONLY=relay,use-lite,store,logs,mail,idempotency,scale,startup runs only those (and the local-hash figure the others compare with); nothing goes to latest.jsonl then. */
 const ONLY = (process.env.BENCH_ONLY ?? '')
   .split(',')
   .map((x) => x.trim())
@@ -428,6 +429,8 @@ async function main() {
     log('mail fetch scaling: 1 vs 2 worker processes (Dovecot behind a 20 ms each-way delay)');
     report(await mailScaling(B, accessToken));
   }
+  // 5b. Idempotency-Key: a keyed job submission and item create against the same without a key (bench/idempotency.ts).
+  if (want('idempotency')) for (const f of await idempotencyFigures({ base: B, accessToken, log })) report(f);
   if (want('scale')) for (const f of await scaleFigures({ adminUrl: ADMIN_URL, redisUrl: REDIS_URL, seconds: SECONDS, log })) report(f);
   if (want('startup')) for (const f of await startupFigures({ redisUrl: REDIS_URL, log })) report(f);
 

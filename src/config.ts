@@ -67,6 +67,8 @@ const envSchema = z.object({
   SECRET_KEY: optionalString.pipe(z.string().min(32, 'must be at least 32 characters').optional()),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   SYNC_WAIT_MS: int(30_000, 0, 600_000),
+  /** How long an Idempotency-Key's answer is kept (replayed to the same request with the same key). */
+  IDEMPOTENCY_TTL_SECONDS: int(86_400, 60, 30 * 86_400),
   /** A quota reservation not settled within this (at least SYNC_WAIT_MS + 5 s) is given back: its process died mid-call. */
   QUOTA_RESERVATION_TTL_MS: int(300_000, 1_000, 86_400_000),
   SHUTDOWN_TIMEOUT_MS: int(10_000, 100, 600_000),

@@ -50,7 +50,10 @@ const byId = <T>(
 const creating = <B extends z.ZodType>(
   spec: { path: string; tag?: string; summary: string; auth: 'user' | 'admin'; body: B; responses: Record<number, ResponseSpec> },
   make: (p: Platform, me: AuthUser, body: z.output<B>) => Promise<unknown>,
-) => endpoint({ ...spec, method: 'post' }, async (ctx, { p, principal, body }) => envelope(ctx, await make(p, principal.user, body as z.output<B>), 201));
+) =>
+  endpoint({ ...spec, method: 'post', idempotent: true }, async (ctx, { p, principal, body }) =>
+    envelope(ctx, await make(p, principal.user, body as z.output<B>), 201),
+  );
 
 // ---- sessions ------------------------------------------------------------------------------
 
@@ -123,6 +126,7 @@ const topup = endpoint(
     summary: 'Credit a redemption code to the caller',
     auth: 'user',
     body: schema.topupBody,
+    idempotent: true,
     responses: { 200: ok('envelope with the quota credited', envelopeOf(z.number())), 400: 'used, disabled or unknown code' },
   },
   async (ctx, { p, principal, body }) => envelope(ctx, await codes.redeem(p, principal.user, body.key)),

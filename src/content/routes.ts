@@ -30,6 +30,7 @@ const create = endpoint(
     auth: 'user',
     body: s.contentItemBody,
     parseBody: s.parseItemBody,
+    idempotent: true,
     responses: {
       201: ok('created', s.itemView),
       200: ok('updated', s.itemView),
@@ -55,6 +56,7 @@ const batch = endpoint(
     body: z.array(s.contentItemBody).min(1).max(s.MAX_BATCH),
     parseBody: s.parseBatchBody,
     job: true,
+    idempotent: true,
     responses: {
       200: ok('per-entry outcome', s.batchResultView),
       400: ok(`not an array, empty, over ${s.MAX_BATCH}, or JSON nested deeper than ${MAX_JSON_DEPTH} levels`, plainError),

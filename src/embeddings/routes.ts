@@ -32,6 +32,7 @@ const create = {
   auth: 'apiKey',
   body: embeddingsBody,
   parseBody: parseEmbeddingsBody,
+  idempotent: true,
   responses: {
     200: ok('vectors, one per input, in order', embeddingsResponseView),
     400: ok('invalid request', openaiError),
@@ -52,6 +53,7 @@ const engines = {
   auth: 'apiKey',
   body: embeddingsBody,
   parseBody: parseEmbeddingsBody,
+  idempotent: true,
   responses: { 200: ok('as /v1/embeddings', embeddingsResponseView), 400: ok('invalid request', openaiError) },
 } as const;
 

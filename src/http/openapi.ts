@@ -10,6 +10,22 @@ import { ApiRouter, endpoint, type Auth, type Endpoint } from './route.js';
 /** What a job-backed endpoint answers with 202. */
 const accepted = z.object({ jobId: z.string(), state: z.enum(['waiting', 'active', 'delayed', 'completed', 'failed']), statusUrl: z.string() });
 
+/** The header of endpoints declared idempotent (src/http/idempotency.ts; docs/jobs.md#idempotent-requests). */
+const idempotencyKey = {
+  name: 'Idempotency-Key',
+  in: 'header',
+  required: false,
+  description:
+    'Makes the request safe to send again: the same key from the same user with the same request (method, path, query, body) within IDEMPOTENCY_TTL_SECONDS (24 h) answers what the first one answered, with `Idempotent-Replayed: true`, and does nothing again. 1-255 printable ASCII characters, bare or quoted (RFC 8941 string).',
+  schema: { type: 'string', minLength: 1, maxLength: 257 },
+};
+const IDEMPOTENT_ANSWERS = {
+  '400': 'a malformed Idempotency-Key (or the request itself is invalid)',
+  '409': 'a request with this Idempotency-Key is still running: try again after Retry-After',
+  '410': "this Idempotency-Key's request was done, but its answer is no longer kept (its job is gone, or it was over 64 KiB); it was not done again",
+  '422': 'this Idempotency-Key was used for another request (method, path or body differ)',
+};
+
 const schemaOf = (s: z.ZodType) => {
   const { $schema: _ignored, ...rest } = z.toJSONSchema(s, { io: 'input', unrepresentable: 'any' }) as Record<string, unknown>;
   return rest;
@@ -48,6 +64,7 @@ export function openApiDocument(endpoints: readonly Endpoint[]): unknown {
         content: { 'application/json': { schema: schemaOf(accepted) } },
       };
     if (e.auth !== 'none') responses['401'] ??= { description: 'no or invalid credentials' };
+    if (e.idempotent) for (const [status, description] of Object.entries(IDEMPOTENT_ANSWERS)) responses[status] ??= { description };
     (paths[p] ??= {})[e.method] = {
       tags: [e.tag],
       summary: e.summary,
@@ -57,7 +74,12 @@ export function openApiDocument(endpoints: readonly Endpoint[]): unknown {
           ? { description: 'Root (role 100) only.' }
           : {}),
       security: SECURITY[e.auth],
-      parameters: [...pathParams, ...query, ...(e.job ? [{ name: 'Prefer', in: 'header', schema: { type: 'string', enum: ['respond-async'] } }] : [])],
+      parameters: [
+        ...pathParams,
+        ...query,
+        ...(e.job ? [{ name: 'Prefer', in: 'header', schema: { type: 'string', enum: ['respond-async'] } }] : []),
+        ...(e.idempotent ? [idempotencyKey] : []),
+      ],
       ...(e.body
         ? {
             requestBody: {

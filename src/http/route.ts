@@ -10,6 +10,7 @@ import { ROLE } from '../accounts/schema.js';
 import type { Platform } from '../platform.js';
 import { parse } from '../validate.js';
 import { authorize, authorizeApiKey, checkSameOrigin, SESSION_COOKIE } from './auth.js';
+import { IDEMPOTENCY_HEADER, idempotently } from './idempotency.js';
 
 export type Method = 'get' | 'post' | 'put' | 'delete';
 /**
@@ -32,6 +33,11 @@ export interface Endpoint {
   responses: Record<number, ResponseSpec>;
   /** Answers 202 with Prefer: respond-async or when SYNC_WAIT_MS runs out. */
   job?: boolean;
+  /**
+   * Creates a job or has a side effect: takes an `Idempotency-Key` (src/http/idempotency.ts), checked after auth and
+   * parsing (a request refused by either keeps nothing), so the same request sent again answers what the first did.
+   */
+  idempotent?: boolean;
 }
 
 type PathSchemas = Record<string, z.ZodType>;
@@ -107,6 +113,9 @@ export interface Declared {
 /** Declares an endpoint: its spec and its handler (mounted by `ApiRouter.add`). */
 export const endpoint = <const S extends RouteSpec>(spec: S, handler: Handler<S>): Declared => ({ spec, handler: handler as unknown as Handler<RouteSpec> });
 
+/** The same endpoint, taking an Idempotency-Key (for declarations made by an area's helper). */
+export const idempotent = (declared: Declared): Declared => ({ ...declared, spec: { ...declared.spec, idempotent: true } });
+
 const MIN_ROLE: Record<'user' | 'admin' | 'root' | 'adminBasic', number> = { user: ROLE.common, admin: ROLE.admin, root: ROLE.root, adminBasic: ROLE.admin };
 
 /** Authenticates the caller as `spec.auth` says. */
@@ -142,6 +151,8 @@ export function enforced(p: Platform, spec: RouteSpec, handler: Handler<RouteSpe
   const pathSchemas = spec.pathParams && Object.entries(spec.pathParams);
   const mergesParams = spec.params !== undefined || spec.paramCredential !== undefined;
   const emptyBody = 'emptyBody' in spec ? spec.emptyBody : {};
+  // Keys are per user: an endpoint without one has no owner for a key.
+  if (spec.idempotent && spec.auth === 'none') throw new Error(`${spec.path}: idempotent endpoints need auth`);
   return async (ctx) => {
     const raw = mergesParams ? queryAndBody(ctx) : undefined;
     const principal = await enforceAuth(ctx, p, spec, raw);
@@ -158,9 +169,18 @@ export function enforced(p: Platform, spec: RouteSpec, handler: Handler<RouteSpe
       : spec.body && spec.body !== 'text'
         ? parse(spec.body, rawBody ?? emptyBody)
         : rawBody;
-    const answer = await handler(ctx, { p, principal, body, query, path, params } as Input<RouteSpec>);
-    if (answer !== undefined) ctx.body = answer;
+    const input = { p, principal, body, query, path, params } as Input<RouteSpec>;
+    // Without the header an idempotent endpoint costs nothing more (no Redis round trip).
+    if (spec.idempotent && ctx.headers[IDEMPOTENCY_HEADER] !== undefined) {
+      return idempotently(ctx, p, principal!, spec.paramCredential, () => answer(ctx, handler, input));
+    }
+    await answer(ctx, handler, input);
   };
+}
+
+async function answer(ctx: Context, handler: Handler<RouteSpec>, input: Input<RouteSpec>) {
+  const body = await handler(ctx, input);
+  if (body !== undefined) ctx.body = body;
 }
 
 export class ApiRouter extends Router {

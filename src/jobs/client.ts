@@ -336,7 +336,8 @@ export class JobClient<K extends JobKinds = JobRegistry> {
     }
   }
 
-  private async finalState(id: string): Promise<Exclude<JobEvent, { type: 'progress' }> | undefined> {
+  /** A job's final event if it has finished (completed with its result, or failed with its error); undefined otherwise. */
+  async finalState(id: string): Promise<Exclude<JobEvent, { type: 'progress' }> | undefined> {
     let job = await this.getJob(id);
     if (!job) return undefined;
     const state = await job.getState();

@@ -7,7 +7,7 @@ import type { Principal } from '../accounts/auth.js';
 import type { Platform } from '../platform.js';
 import { notFound } from '../errors.js';
 import { runJobForRequest } from '../http/jobs.js';
-import { ApiRouter, type Declared, endpoint, ok, plainError, type RouteSpec } from '../http/route.js';
+import { ApiRouter, type Declared, endpoint, idempotent, ok, plainError, type RouteSpec } from '../http/route.js';
 import * as accounts from './accounts-service.js';
 import { MAIL_PAGE_CSP, renderMessagesPage } from './html.js';
 import * as s from './schema.js';
@@ -22,6 +22,7 @@ const create = endpoint(
     summary: 'Add (or replace) a mail account',
     auth: 'user',
     body: s.createAccountBody,
+    idempotent: true,
     responses: { 201: ok('created', s.accountView), 200: ok('replaced', s.accountView), 400: ok('invalid', plainError) },
   },
   async (ctx, { p, principal, body }) => {
@@ -71,6 +72,7 @@ const importLines = endpoint(
     auth: 'user',
     body: 'text',
     parseBody: s.parseImportBody,
+    idempotent: true,
     responses: { 200: 'per-line outcome' },
   },
   (_ctx, { p, principal, body }) => accounts.importAccounts(p, accounts.viewerOf(principal.user), body),
@@ -169,13 +171,15 @@ const purge =
   (mailbox: s.MailboxName) =>
   (ctx: Context, { p, principal, account }: Operation<unknown>) =>
     runJobForRequest(ctx, p, 'mail.purge', { accountId: account.id, mailbox }, principal);
-const processInbox = operation('/api/process-inbox', 'Empty INBOX', s.purgeParams, purged, purge('INBOX'));
-const processJunk = operation('/api/process-junk', 'Empty Junk', s.purgeParams, purged, purge('Junk'));
+const processInbox = idempotent(operation('/api/process-inbox', 'Empty INBOX', s.purgeParams, purged, purge('INBOX')));
+const processJunk = idempotent(operation('/api/process-junk', 'Empty Junk', s.purgeParams, purged, purge('Junk')));
 
-const sendMail = operation('/api/send-mail', 'Send through the account', s.sendParams, s.sendResultView, (ctx, { p, principal, req, account }) => {
-  const payload = { accountId: account.id, to: req.to, cc: req.cc ?? [], bcc: req.bcc ?? [], subject: req.subject, text: req.text, html: req.html };
-  return runJobForRequest(ctx, p, 'mail.send', payload, principal);
-});
+const sendMail = idempotent(
+  operation('/api/send-mail', 'Send through the account', s.sendParams, s.sendResultView, (ctx, { p, principal, req, account }) => {
+    const payload = { accountId: account.id, to: req.to, cc: req.cc ?? [], bcc: req.bcc ?? [], subject: req.subject, text: req.text, html: req.html };
+    return runJobForRequest(ctx, p, 'mail.send', payload, principal);
+  }),
+);
 
 // msOauth2api's {email, code, message} as it was; `source` and `keyword` (where and why) are added beside it.
 const code = z.object({ email: z.string(), code: z.string(), message: s.codeMessageView, ...s.codeFoundView.shape });

@@ -566,7 +566,10 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description Makes the request safe to send again: the same key from the same user with the same request (method, path, query, body) within IDEMPOTENCY_TTL_SECONDS (24 h) answers what the first one answered, with `Idempotent-Replayed: true`, and does nothing again. 1-255 printable ASCII characters, bare or quoted (RFC 8941 string). */
+                    "Idempotency-Key"?: string;
+                };
                 path?: never;
                 cookie?: never;
             };
@@ -651,6 +654,18 @@ export interface paths {
                             error: string;
                         };
                     };
+                };
+                410: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
                 };
                 500: {
                     headers: {
@@ -796,6 +811,8 @@ export interface paths {
             parameters: {
                 query?: never;
                 header?: {
+                    /** @description Makes the request safe to send again: the same key from the same user with the same request (method, path, query, body) within IDEMPOTENCY_TTL_SECONDS (24 h) answers what the first one answered, with `Idempotent-Replayed: true`, and does nothing again. 1-255 printable ASCII characters, bare or quoted (RFC 8941 string). */
+                    "Idempotency-Key"?: string;
                     Prefer?: "respond-async";
                 };
                 path?: never;
@@ -863,6 +880,24 @@ export interface paths {
                     };
                 };
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                410: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                422: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -2181,7 +2216,10 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description Makes the request safe to send again: the same key from the same user with the same request (method, path, query, body) within IDEMPOTENCY_TTL_SECONDS (24 h) answers what the first one answered, with `Idempotent-Replayed: true`, and does nothing again. 1-255 printable ASCII characters, bare or quoted (RFC 8941 string). */
+                    "Idempotency-Key"?: string;
+                };
                 path?: never;
                 cookie?: never;
             };
@@ -2307,6 +2345,24 @@ export interface paths {
                     };
                     content?: never;
                 };
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                410: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
             };
         };
         delete?: never;
@@ -2377,7 +2433,10 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description Makes the request safe to send again: the same key from the same user with the same request (method, path, query, body) within IDEMPOTENCY_TTL_SECONDS (24 h) answers what the first one answered, with `Idempotent-Replayed: true`, and does nothing again. 1-255 printable ASCII characters, bare or quoted (RFC 8941 string). */
+                    "Idempotency-Key"?: string;
+                };
                 path?: never;
                 cookie?: never;
             };
@@ -2393,7 +2452,31 @@ export interface paths {
                     };
                     content?: never;
                 };
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                410: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                422: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -2423,6 +2506,8 @@ export interface paths {
                     response_type?: "json" | "html";
                 };
                 header?: {
+                    /** @description Makes the request safe to send again: the same key from the same user with the same request (method, path, query, body) within IDEMPOTENCY_TTL_SECONDS (24 h) answers what the first one answered, with `Idempotent-Replayed: true`, and does nothing again. 1-255 printable ASCII characters, bare or quoted (RFC 8941 string). */
+                    "Idempotency-Key"?: string;
                     Prefer?: "respond-async";
                 };
                 path?: never;
@@ -2481,6 +2566,24 @@ export interface paths {
                         };
                     };
                 };
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                410: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
                 502: {
                     headers: {
                         [name: string]: unknown;
@@ -2508,6 +2611,8 @@ export interface paths {
             parameters: {
                 query?: never;
                 header?: {
+                    /** @description Makes the request safe to send again: the same key from the same user with the same request (method, path, query, body) within IDEMPOTENCY_TTL_SECONDS (24 h) answers what the first one answered, with `Idempotent-Replayed: true`, and does nothing again. 1-255 printable ASCII characters, bare or quoted (RFC 8941 string). */
+                    "Idempotency-Key"?: string;
                     Prefer?: "respond-async";
                 };
                 path?: never;
@@ -2578,6 +2683,24 @@ export interface paths {
                             error: string;
                         };
                     };
+                };
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                410: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
                 };
                 502: {
                     headers: {
@@ -2623,6 +2746,8 @@ export interface paths {
                     response_type?: "json" | "html";
                 };
                 header?: {
+                    /** @description Makes the request safe to send again: the same key from the same user with the same request (method, path, query, body) within IDEMPOTENCY_TTL_SECONDS (24 h) answers what the first one answered, with `Idempotent-Replayed: true`, and does nothing again. 1-255 printable ASCII characters, bare or quoted (RFC 8941 string). */
+                    "Idempotency-Key"?: string;
                     Prefer?: "respond-async";
                 };
                 path?: never;
@@ -2681,6 +2806,24 @@ export interface paths {
                         };
                     };
                 };
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                410: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
                 502: {
                     headers: {
                         [name: string]: unknown;
@@ -2708,6 +2851,8 @@ export interface paths {
             parameters: {
                 query?: never;
                 header?: {
+                    /** @description Makes the request safe to send again: the same key from the same user with the same request (method, path, query, body) within IDEMPOTENCY_TTL_SECONDS (24 h) answers what the first one answered, with `Idempotent-Replayed: true`, and does nothing again. 1-255 printable ASCII characters, bare or quoted (RFC 8941 string). */
+                    "Idempotency-Key"?: string;
                     Prefer?: "respond-async";
                 };
                 path?: never;
@@ -2778,6 +2923,24 @@ export interface paths {
                             error: string;
                         };
                     };
+                };
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                410: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
                 };
                 502: {
                     headers: {
@@ -2908,7 +3071,10 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description Makes the request safe to send again: the same key from the same user with the same request (method, path, query, body) within IDEMPOTENCY_TTL_SECONDS (24 h) answers what the first one answered, with `Idempotent-Replayed: true`, and does nothing again. 1-255 printable ASCII characters, bare or quoted (RFC 8941 string). */
+                    "Idempotency-Key"?: string;
+                };
                 path?: never;
                 cookie?: never;
             };
@@ -2935,7 +3101,31 @@ export interface paths {
                         };
                     };
                 };
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                410: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                422: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -3121,6 +3311,8 @@ export interface paths {
                     to: string | string[];
                 };
                 header?: {
+                    /** @description Makes the request safe to send again: the same key from the same user with the same request (method, path, query, body) within IDEMPOTENCY_TTL_SECONDS (24 h) answers what the first one answered, with `Idempotent-Replayed: true`, and does nothing again. 1-255 printable ASCII characters, bare or quoted (RFC 8941 string). */
+                    "Idempotency-Key"?: string;
                     Prefer?: "respond-async";
                 };
                 path?: never;
@@ -3179,6 +3371,24 @@ export interface paths {
                         };
                     };
                 };
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                410: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
                 502: {
                     headers: {
                         [name: string]: unknown;
@@ -3206,6 +3416,8 @@ export interface paths {
             parameters: {
                 query?: never;
                 header?: {
+                    /** @description Makes the request safe to send again: the same key from the same user with the same request (method, path, query, body) within IDEMPOTENCY_TTL_SECONDS (24 h) answers what the first one answered, with `Idempotent-Replayed: true`, and does nothing again. 1-255 printable ASCII characters, bare or quoted (RFC 8941 string). */
+                    "Idempotency-Key"?: string;
                     Prefer?: "respond-async";
                 };
                 path?: never;
@@ -3282,6 +3494,24 @@ export interface paths {
                             error: string;
                         };
                     };
+                };
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                410: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
                 };
                 502: {
                     headers: {
@@ -3534,7 +3764,10 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description Makes the request safe to send again: the same key from the same user with the same request (method, path, query, body) within IDEMPOTENCY_TTL_SECONDS (24 h) answers what the first one answered, with `Idempotent-Replayed: true`, and does nothing again. 1-255 printable ASCII characters, bare or quoted (RFC 8941 string). */
+                    "Idempotency-Key"?: string;
+                };
                 path?: never;
                 cookie?: never;
             };
@@ -3587,6 +3820,24 @@ export interface paths {
                     content?: never;
                 };
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                410: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                422: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -3924,7 +4175,10 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description Makes the request safe to send again: the same key from the same user with the same request (method, path, query, body) within IDEMPOTENCY_TTL_SECONDS (24 h) answers what the first one answered, with `Idempotent-Replayed: true`, and does nothing again. 1-255 printable ASCII characters, bare or quoted (RFC 8941 string). */
+                    "Idempotency-Key"?: string;
+                };
                 path?: never;
                 cookie?: never;
             };
@@ -3986,6 +4240,18 @@ export interface paths {
                     content?: never;
                 };
                 409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                410: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                422: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -4534,7 +4800,10 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description Makes the request safe to send again: the same key from the same user with the same request (method, path, query, body) within IDEMPOTENCY_TTL_SECONDS (24 h) answers what the first one answered, with `Idempotent-Replayed: true`, and does nothing again. 1-255 printable ASCII characters, bare or quoted (RFC 8941 string). */
+                    "Idempotency-Key"?: string;
+                };
                 path?: never;
                 cookie?: never;
             };
@@ -4565,6 +4834,24 @@ export interface paths {
                     content?: never;
                 };
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                410: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                422: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -5750,7 +6037,10 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description Makes the request safe to send again: the same key from the same user with the same request (method, path, query, body) within IDEMPOTENCY_TTL_SECONDS (24 h) answers what the first one answered, with `Idempotent-Replayed: true`, and does nothing again. 1-255 printable ASCII characters, bare or quoted (RFC 8941 string). */
+                    "Idempotency-Key"?: string;
+                };
                 path?: never;
                 cookie?: never;
             };
@@ -5831,6 +6121,24 @@ export interface paths {
                     };
                     content?: never;
                 };
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                410: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
                 429: {
                     headers: {
                         [name: string]: unknown;
@@ -5875,7 +6183,10 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description Makes the request safe to send again: the same key from the same user with the same request (method, path, query, body) within IDEMPOTENCY_TTL_SECONDS (24 h) answers what the first one answered, with `Idempotent-Replayed: true`, and does nothing again. 1-255 printable ASCII characters, bare or quoted (RFC 8941 string). */
+                    "Idempotency-Key"?: string;
+                };
                 path: {
                     model: string;
                 };
@@ -5941,6 +6252,24 @@ export interface paths {
                     };
                 };
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                410: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                422: {
                     headers: {
                         [name: string]: unknown;
                     };
