@@ -72,13 +72,16 @@ export async function startWorkers(p: Platform, queues: readonly QueueName[]): P
       maxStalledCount: 2,
     });
     worker.on('error', (err) => p.log.warn({ err, queue }, 'worker error'));
+    // A stored payload goes only once BullMQ has recorded the job's completion (this event comes after it): a
+    // worker killed between its work and that record leaves the job to run again, and the re-run needs its payload.
+    // A failed job keeps its payload while it is kept (POST /api/jobs/{id}/retry runs it again); the sweep takes it
+    // after JOB_KEEP_FAILED_SECONDS. Only its own row (a forged envelope may name another job's).
+    worker.on('completed', (job) => {
+      if (job.data?.payloadRef === job.id)
+        dropPayload(p.db, job.data).catch((e) => p.log.warn({ err: e, jobId: job.id }, 'could not remove the stored payload'));
+    });
     worker.on('failed', (job, err) => {
       p.log.warn({ queue, jobId: job?.id, job: job?.name, attempt: job?.attemptsMade, reason: err.message }, 'job attempt failed');
-      // Failed for good (last attempt, or unrecoverable): BullMQ has recorded it, so nothing will
-      // run it again and its stored payload can go. (Retries keep it; finishedOn is set only now.)
-      // Only its own row (a forged envelope may name another job's, which must not go with it).
-      if (job?.finishedOn && job.data?.payloadRef === job.id)
-        dropPayload(p.db, job.data).catch((e) => p.log.warn({ err: e, jobId: job.id }, 'could not remove the stored payload'));
     });
     workers.push(worker);
   }
@@ -182,7 +185,6 @@ async function runJob(p: Platform, def: JobKind, job: Job<JobEnvelope>, signal?:
     const limit = p.config.JOB_INLINE_RESULT_BYTES;
     const stored = json !== undefined && (def.resultIn === 'postgres' || (json.length > limit / 3 && Buffer.byteLength(json) > limit));
     if (stored) await storeResult(p.db, job.id!, json, resultTtlSeconds(p, job));
-    await dropPayload(p.db, job.data).catch((err) => log.warn({ err }, 'could not remove the stored payload'));
     recordJob(job.queueName, job.name, seconds(), 'completed', true);
     if (!replyTo) return stored ? ({ resultRef: job.id! } satisfies ResultRef) : result;
     const id = JSON.stringify(job.id!);

@@ -112,6 +112,8 @@ describe('job-backed answers', () => {
       await new Promise((r) => setTimeout(r, 50));
     }
     expect((await bob.get(`/api/jobs/${jobId}`)).body.result.success).toBe(20);
+    // Removed once BullMQ has recorded the completion (the worker's 'completed' event), not before.
+    for (let i = 0; i < 50 && (await t.platform.db('job_payloads').where({ job_id: jobId }).first()); i++) await new Promise((r) => setTimeout(r, 50));
     expect(await t.platform.db('job_payloads').where({ job_id: jobId }).first()).toBeUndefined();
   });
 
