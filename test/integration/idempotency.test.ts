@@ -51,8 +51,11 @@ async function settled(client: HttpClient, statusUrl: string) {
 beforeAll(async () => {
   dovecot = await startDovecot();
   smtp = await startSmtp({ users: Object.fromEntries(SENDERS.map((s) => [s, 'imap-password'])) });
-  t = await startTestApp({ env: { MAIL_TIMEOUT_MS: '5000' } });
+  // Built-in models priced, so that a charge shows (quota per 1K tokens).
+  t = await startTestApp({ env: { MAIL_TIMEOUT_MS: '5000', LOCAL_MODEL_PRICE: '1000' } });
   bob = await user('bob');
+  const bobId = (await bob.get('/api/user/self')).body.data.id;
+  expect((await t.root.put(`/api/user/${bobId}`, { quota: 100_000_000 })).status).toBe(200);
   alice = await user('alice');
   await addPasswordAccount(bob, dovecot, SENDERS[0]!, smtp);
   await addPasswordAccount(alice, dovecot, SENDERS[1]!, smtp);
@@ -353,6 +356,22 @@ describe('Idempotency-Key elsewhere', () => {
     const d = await sk.post('/v1/embeddings', big, { 'idempotency-key': k2 });
     expect(d.status).toBe(410);
     expect(d.body.error.code).toBe('idempotent_answer_gone');
+  });
+
+  it('20 concurrent embeddings calls with one key: one quota charge, the one a single call costs', async () => {
+    const made = await bob.post('/api/token/', { name: `charge-${stamp}`, unlimited_quota: true });
+    const sk = new HttpClient(t.url).withAuth(`Bearer ${made.body.data.key}`);
+    const used = async () => (await bob.get('/api/user/self')).body.data.used_quota as number;
+    const call = { model: 'local-hash-v1', input: ['a sentence that costs a few tokens'], dimensions: 8 };
+    const before = await used();
+    expect((await sk.post('/v1/embeddings', call)).status).toBe(200);
+    const single = (await used()) - before;
+    expect(single).toBeGreaterThan(0);
+    const k = key('charge');
+    const answers = await Promise.all(Array.from({ length: 20 }, () => sk.post('/v1/embeddings', call, { 'idempotency-key': k })));
+    expect(answers.filter((r) => r.status === 200 && r.headers.get('idempotent-replayed') === null)).toHaveLength(1);
+    for (const r of answers) expect([200, 409]).toContain(r.status);
+    expect((await used()) - before).toBe(2 * single);
   });
 
   it('a record lasts IDEMPOTENCY_TTL_SECONDS (24 h), and the header does nothing on an endpoint that is not idempotent', async () => {
