@@ -16,7 +16,7 @@ const optionalString = z
   .optional()
   .transform((v) => (v === undefined || v.trim() === '' ? undefined : v));
 
-const QUEUE_NAMES = ['content', 'embeddings', 'mail'] as const;
+const QUEUE_NAMES = ['content', 'embeddings', 'mail', 'schedules'] as const;
 
 const envSchema = z.object({
   NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
@@ -110,6 +110,12 @@ const envSchema = z.object({
   CONTENT_CONCURRENCY: int(4, 1, 1000),
   EMBEDDINGS_CONCURRENCY: int(32, 1, 1000),
   MAIL_CONCURRENCY: int(32, 1, 1000),
+  /** Schedule ticks one worker process turns into jobs at once (a tick only checks and enqueues). */
+  SCHEDULES_CONCURRENCY: int(8, 1, 1000),
+  /** The shortest interval a schedule may have (a cron expression firing more often than this is refused too). */
+  SCHEDULE_MIN_INTERVAL_MS: int(60_000, 1_000, 86_400_000),
+  /** Schedules one user may keep (creating past it: 429). */
+  SCHEDULES_PER_USER: int(50, 1, 100_000),
   MAIL_USER_CONCURRENCY: int(4, 1, 1000),
   /** Mail accounts one user may keep (adding past it: 429). */
   MAIL_ACCOUNTS_PER_USER: int(1_000, 1, 1_000_000),
@@ -170,6 +176,7 @@ export const queueConcurrency = (c: Config): Record<QueueName, number> => ({
   content: c.CONTENT_CONCURRENCY,
   embeddings: c.EMBEDDINGS_CONCURRENCY,
   mail: c.MAIL_CONCURRENCY,
+  schedules: c.SCHEDULES_CONCURRENCY,
 });
 
 export class ConfigError extends Error {}

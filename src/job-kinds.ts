@@ -7,7 +7,9 @@ import { embeddingsJobs, embeddingsQueueHooks } from './embeddings/jobs.js';
 import type { QueueHooks } from './jobs/define.js';
 import { pingJobs } from './jobs/ping.js';
 import { byName } from './jobs/registry.js';
+import { logsJobs } from './logs/jobs.js';
 import { mailJobs, mailQueueHooks } from './mail/jobs.js';
+import { schedulesJobs } from './schedules/jobs.js';
 
 /** Every job kind, as a list (a test adds its own to it: `byName([...jobList, myJob])`). */
 export const jobList = [
@@ -16,6 +18,8 @@ export const jobList = [
   ...contentJobs,
   ...embeddingsJobs,
   ...mailJobs,
+  ...logsJobs,
+  ...schedulesJobs,
 ] as const;
 
 /** Every job kind by name: what the API enqueues (type-checked: see Registered below) and workers run. */

@@ -13,6 +13,7 @@ import {
   encodeFailure,
   loadPayload,
   storeResult,
+  signedIdOf,
   sweepJobStorage,
   type DirectReply,
   type JobEnvelope,
@@ -126,7 +127,7 @@ async function dispatch(
   if (!def) throw new UnrecoverableError(encodeFailure(new AppError(500, `No handler for job "${job.name}"`)));
   // Only jobs the API made, as it made them: one added or edited elsewhere (Bull Board, Redis) names an owner and
   // a payload nobody checked. Failed at once, not retried; logged without its data.
-  if (!verifyEnvelope(p.secrets, job.id!, job.name, job.data)) {
+  if (!verifyEnvelope(p.secrets, signedIdOf(job), job.name, job.data)) {
     p.log.error(
       { jobId: job.id, job: job.name, queue: job.queueName },
       'refused a job whose signature does not verify (added or edited outside the API, or signed under another SECRET_KEY)',

@@ -15,6 +15,8 @@ import { contentRouter } from '../content/routes.js';
 import { channelsRouter } from '../channels/routes.js';
 import { embeddingsRouter } from '../embeddings/routes.js';
 import { mailRouter } from '../mail/routes.js';
+import { schedulesRouter } from '../schedules/routes.js';
+import { startSchedules } from '../schedules/service.js';
 import { logsRouter } from '../logs/routes.js';
 import { startLogMaintenance } from '../logs/maintenance.js';
 import { observeHttp } from '../metrics.js';
@@ -31,8 +33,10 @@ export function createApp(p: Platform): Koa {
   app.silent = true;
   app.on('error', (err) => p.log.debug({ err }, 'koa error event'));
 
-  // Partitions ahead, retention and outage rows run in every process that serves the API (once per platform).
+  // Today's partitions and outage rows in every process that serves the API (once per platform); hourly upkeep is the
+  // system schedule logs.maintain, which this sync makes sure of with every schedule's job scheduler.
   startLogMaintenance(p);
+  startSchedules(p);
   // One router holding every area's routes: one match per request, not one per area.
   const root = new Router();
   for (const r of buildRouters(p)) root.use(r.routes());
@@ -54,7 +58,7 @@ export function createApp(p: Platform): Koa {
 export function buildRouters(p: Platform): ApiRouter[] {
   // The embeddings routes come first: they are the busiest. The logs routes come before accounts' /api/user/:id,
   // which would otherwise take /api/user/dashboard.
-  const areas = [embeddingsRouter(p), healthRouter(p), logsRouter(p), accountsRouter(p), channelsRouter(p), jobsRouter(p), contentRouter(p), mailRouter(p)];
+  const areas = [embeddingsRouter(p), healthRouter(p), logsRouter(p), accountsRouter(p), channelsRouter(p), jobsRouter(p), contentRouter(p), mailRouter(p), schedulesRouter(p)];
   const docs = docsRouter(p, () => [...areas, docs].flatMap((r) => r.endpoints).concat(boardEndpoint));
   return [...areas, docs];
 }

@@ -12,7 +12,7 @@ import { parse } from '../validate.js';
 import { authorize, authorizeApiKey, checkSameOrigin, SESSION_COOKIE } from './auth.js';
 import { IDEMPOTENCY_HEADER, idempotently } from './idempotency.js';
 
-export type Method = 'get' | 'post' | 'put' | 'delete';
+export type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
 /**
  * Who may call: nobody in particular, any user, admins, root, an sk- key (/v1), admins with a session or Basic.
  * A credential with a role below the endpoint's is 403; no credential 401.

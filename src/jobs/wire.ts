@@ -34,6 +34,15 @@ export function signEnvelope(secrets: Pick<Secrets, 'signJob'>, jobId: string, n
 }
 
 /**
+ * The id a job scheduler's template envelope is signed under (BullMQ's upsertJobScheduler): its jobs' ids change with
+ * each tick (`repeat:<scheduler id>:<ms>`) while the template is signed once, so it is signed for the scheduler.
+ */
+export const schedulerSignedId = (schedulerId: string) => `scheduler:${schedulerId}`;
+
+/** The id a job's envelope was signed under: its own, or its scheduler's for a job a scheduler made. */
+export const signedIdOf = (job: { id?: string; repeatJobKey?: string }): string => (job.repeatJobKey ? schedulerSignedId(job.repeatJobKey) : job.id!);
+
+/**
  * Whether a job's envelope is the one the API signed for this id and name. Its fields are serialised in the order they
  * arrived (JSON keeps it), as they were when signed, so any added, removed or changed field breaks it.
  */

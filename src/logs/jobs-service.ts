@@ -16,6 +16,9 @@ import type { Platform } from '../platform.js';
 import { forgetJobs, listJobOwners } from './job-owners.js';
 import type { JobListQuery, JobSummary } from './jobs-schema.js';
 
+/** Who submitted a job, recorded before it is queued: for areas that enqueue jobs for their users (schedules). */
+export { recordJobOwner } from './job-owners.js';
+
 /** Who is asking: their id and role. */
 type Viewer = Pick<Principal['user'], 'id' | 'role'>;
 

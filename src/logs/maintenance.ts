@@ -1,5 +1,6 @@
-// What keeps the log table in shape while an API process runs: day partitions made ahead, retention, the job index
-// pruned; and the system rows for Redis and Postgres outages this process saw.
+// What keeps the log table in shape: day partitions made ahead, retention, the job index pruned (once when an API
+// process starts, then hourly by the system schedule logs.maintain, run by a worker: src/logs/jobs.ts); and the system
+// rows for Redis and Postgres outages this API process saw.
 import os from 'node:os';
 import type { Platform } from '../platform.js';
 import { withTimeout } from '../timeout.js';
@@ -7,13 +8,11 @@ import { systemEntry } from './entries.js';
 import { pruneJobOwners } from './job-owners.js';
 import { dropExpiredPartitions, ensurePartitions, insertLogs } from './store.js';
 
-const HOUR_MS = 3_600_000;
 const PROBE_MS = 2_000;
 const nowSeconds = () => Math.floor(Date.now() / 1000);
 const since = (s: number) => new Date(s * 1000).toISOString();
 
 export class LogMaintenance {
-  private timer?: NodeJS.Timeout;
   private probe?: NodeJS.Timeout;
   private stopped = false;
   private redisDownSince?: number;
@@ -22,10 +21,12 @@ export class LogMaintenance {
 
   constructor(private readonly p: Pick<Platform, 'config' | 'db' | 'redis' | 'log'>) {}
 
-  /** Runs the upkeep now and every hour (cheap when there is nothing to do), and starts watching Redis and Postgres. */
+  /**
+   * Runs the upkeep now (today's partition must exist before this process writes a log row), and starts watching Redis
+   * and Postgres. Hourly upkeep is the system schedule logs.maintain's (GET /api/schedules, admins).
+   */
   start(): void {
     void this.run();
-    this.timer = setInterval(() => void this.run(), HOUR_MS).unref();
     const redis = this.p.redis;
     redis.on('close', () => {
       if (!this.stopped) this.redisDownSince ??= nowSeconds();
@@ -38,22 +39,16 @@ export class LogMaintenance {
 
   stop(): void {
     this.stopped = true;
-    clearInterval(this.timer);
     clearInterval(this.probe);
   }
 
-  /** Partitions for yesterday to a week ahead, retention, and the job index's old rows. Failures are logged and retried next hour. */
+  /** The upkeep (maintainLogs) once; a failure is logged, and the hourly schedule tries again. */
   async run(now = nowSeconds()): Promise<void> {
     if (this.stopped) return;
-    const { db, config, log } = this.p;
     try {
-      const created = await ensurePartitions(db, now);
-      const dropped = await dropExpiredPartitions(db, config.LOG_RETENTION_DAYS, now);
-      if (created.length || dropped.length) log.info({ created, dropped }, 'log partitions maintained');
-      // Past the longest a job is kept, its owner row points at nothing.
-      await pruneJobOwners(db, Math.max(config.JOB_KEEP_COMPLETED_SECONDS, config.JOB_KEEP_FAILED_SECONDS) + 86_400);
+      await maintainLogs(this.p, now);
     } catch (err) {
-      if (!this.stopped) log.warn({ err }, 'log maintenance failed; retried within the hour');
+      if (!this.stopped) this.p.log.warn({ err }, 'log maintenance failed; retried within the hour');
     }
   }
 
@@ -90,6 +85,17 @@ export class LogMaintenance {
       this.p.log.warn({ err }, `could not log the ${what} outage`);
     }
   }
+}
+
+/** Partitions for yesterday to a week ahead, retention, and the job index's old rows (cheap when there is nothing to do). */
+export async function maintainLogs(p: Pick<Platform, 'config' | 'db' | 'log'>, now = nowSeconds()): Promise<{ created: string[]; dropped: string[] }> {
+  const { db, config, log } = p;
+  const created = await ensurePartitions(db, now);
+  const dropped = await dropExpiredPartitions(db, config.LOG_RETENTION_DAYS, now);
+  if (created.length || dropped.length) log.info({ created, dropped }, 'log partitions maintained');
+  // Past the longest a job is kept, its owner row points at nothing.
+  await pruneJobOwners(db, Math.max(config.JOB_KEEP_COMPLETED_SECONDS, config.JOB_KEEP_FAILED_SECONDS) + 86_400);
+  return { created, dropped };
 }
 
 const running = new WeakMap<object, LogMaintenance>();

@@ -5,6 +5,8 @@ import { createDb, migrateLatest, migrateRollbackAll } from '../../src/db.js';
 import { createTestEnv, type TestEnv } from '../helpers/services.js';
 
 const TABLES = [
+  'schedules',
+  'schedule_runs',
   'users',
   'sessions',
   'tokens',
@@ -51,6 +53,7 @@ for (const embedded of [false, true]) {
           '012_channel_creator',
           '013_content_url_key',
           '014_channel_cache_purge',
+          '016_schedules',
         ]);
         for (const t of TABLES) expect(await db.schema.hasTable(t), t).toBe(true);
         // The counters' triggers work right after migrating.

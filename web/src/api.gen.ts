@@ -924,8 +924,8 @@ export interface paths {
                     cursor?: string;
                     limit?: number;
                     name?: string;
-                    queue?: "content" | "embeddings" | "mail";
-                    state?: "waiting" | "active" | "delayed" | "completed" | "failed";
+                    queue?: "content" | "embeddings" | "mail" | "webhooks" | "schedules";
+                    state?: "waiting" | "active" | "delayed" | "completed" | "failed" | "cancelled";
                     user?: number;
                 };
                 header?: never;
@@ -954,9 +954,9 @@ export interface paths {
                                 processedAt: string | null;
                                 progress: unknown;
                                 /** @enum {string} */
-                                queue: "content" | "embeddings" | "mail";
+                                queue: "content" | "embeddings" | "mail" | "webhooks" | "schedules";
                                 /** @enum {string} */
-                                state: "waiting" | "active" | "delayed" | "completed" | "failed";
+                                state: "waiting" | "active" | "delayed" | "completed" | "failed" | "cancelled";
                                 statusUrl: string;
                             }[];
                             nextCursor: string | null;
@@ -1036,10 +1036,10 @@ export interface paths {
                             processedAt: string | null;
                             progress: unknown;
                             /** @enum {string} */
-                            queue: "content" | "embeddings" | "mail";
+                            queue: "content" | "embeddings" | "mail" | "webhooks" | "schedules";
                             result: unknown;
                             /** @enum {string} */
-                            state: "waiting" | "active" | "delayed" | "completed" | "failed";
+                            state: "waiting" | "active" | "delayed" | "completed" | "failed" | "cancelled";
                         };
                     };
                 };
@@ -1063,7 +1063,97 @@ export interface paths {
         };
         put?: never;
         post?: never;
-        delete?: never;
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            attempts: number;
+                            createdAt: string;
+                            error: {
+                                code?: string;
+                                message: string;
+                                status: number;
+                            } | null;
+                            finishedAt: string | null;
+                            id: string;
+                            name: string;
+                            processedAt: string | null;
+                            progress: unknown;
+                            /** @enum {string} */
+                            queue: "content" | "embeddings" | "mail" | "webhooks" | "schedules";
+                            result: unknown;
+                            /** @enum {string} */
+                            state: "waiting" | "active" | "delayed" | "completed" | "failed" | "cancelled";
+                        };
+                    };
+                };
+                202: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            attempts: number;
+                            createdAt: string;
+                            error: {
+                                code?: string;
+                                message: string;
+                                status: number;
+                            } | null;
+                            finishedAt: string | null;
+                            id: string;
+                            name: string;
+                            processedAt: string | null;
+                            progress: unknown;
+                            /** @enum {string} */
+                            queue: "content" | "embeddings" | "mail" | "webhooks" | "schedules";
+                            result: unknown;
+                            /** @enum {string} */
+                            state: "waiting" | "active" | "delayed" | "completed" | "failed" | "cancelled";
+                        };
+                    };
+                };
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                        };
+                    };
+                };
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                        };
+                    };
+                };
+            };
+        };
         options?: never;
         head?: never;
         patch?: never;
@@ -1113,6 +1203,106 @@ export interface paths {
         };
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/jobs/{id}/retry": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            attempts: number;
+                            createdAt: string;
+                            error: {
+                                code?: string;
+                                message: string;
+                                status: number;
+                            } | null;
+                            finishedAt: string | null;
+                            id: string;
+                            name: string;
+                            processedAt: string | null;
+                            progress: unknown;
+                            /** @enum {string} */
+                            queue: "content" | "embeddings" | "mail" | "webhooks" | "schedules";
+                            result: unknown;
+                            /** @enum {string} */
+                            state: "waiting" | "active" | "delayed" | "completed" | "failed" | "cancelled";
+                        };
+                    };
+                };
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                        };
+                    };
+                };
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                        };
+                    };
+                };
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                        };
+                    };
+                };
+                410: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                        };
+                    };
+                };
+            };
+        };
         delete?: never;
         options?: never;
         head?: never;
@@ -3278,6 +3468,437 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content?: never;
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/schedules": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: {
+            parameters: {
+                query?: {
+                    after?: number;
+                    limit?: number;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            created_at: string;
+                            cron: string | null;
+                            enabled: boolean;
+                            id: number;
+                            interval_ms: number | null;
+                            kind: string;
+                            last_job_id: string | null;
+                            last_message: string | null;
+                            last_outcome: string | null;
+                            last_run_at: string | null;
+                            name: string;
+                            next_runs: string[];
+                            owner_id: number | null;
+                            params: {
+                                [key: string]: unknown;
+                            };
+                            paused_reason: string | null;
+                            system: boolean;
+                            tz: string | null;
+                            updated_at: string;
+                        }[];
+                    };
+                };
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                        };
+                    };
+                };
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+            };
+        };
+        put?: never;
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        cron?: string;
+                        /** @default true */
+                        enabled?: boolean;
+                        interval_ms?: number;
+                        /** @enum {string} */
+                        kind: "mail.fetch" | "mail.purge";
+                        name: string;
+                        /** @default {} */
+                        params?: {
+                            [key: string]: unknown;
+                        };
+                        tz?: string;
+                    };
+                };
+            };
+            responses: {
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            created_at: string;
+                            cron: string | null;
+                            enabled: boolean;
+                            id: number;
+                            interval_ms: number | null;
+                            kind: string;
+                            last_job_id: string | null;
+                            last_message: string | null;
+                            last_outcome: string | null;
+                            last_run_at: string | null;
+                            name: string;
+                            next_runs: string[];
+                            owner_id: number | null;
+                            params: {
+                                [key: string]: unknown;
+                            };
+                            paused_reason: string | null;
+                            system: boolean;
+                            tz: string | null;
+                            updated_at: string;
+                        };
+                    };
+                };
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                        };
+                    };
+                };
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                        };
+                    };
+                };
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/schedules/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            created_at: string;
+                            cron: string | null;
+                            enabled: boolean;
+                            id: number;
+                            interval_ms: number | null;
+                            kind: string;
+                            last_job_id: string | null;
+                            last_message: string | null;
+                            last_outcome: string | null;
+                            last_run_at: string | null;
+                            name: string;
+                            next_runs: string[];
+                            owner_id: number | null;
+                            params: {
+                                [key: string]: unknown;
+                            };
+                            paused_reason: string | null;
+                            system: boolean;
+                            tz: string | null;
+                            updated_at: string;
+                        };
+                    };
+                };
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                        };
+                    };
+                };
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                        };
+                    };
+                };
+            };
+        };
+        options?: never;
+        head?: never;
+        patch: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        cron?: string | null;
+                        enabled?: boolean;
+                        interval_ms?: number | null;
+                        name?: string;
+                        params?: {
+                            [key: string]: unknown;
+                        };
+                        tz?: string | null;
+                    };
+                };
+            };
+            responses: {
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            created_at: string;
+                            cron: string | null;
+                            enabled: boolean;
+                            id: number;
+                            interval_ms: number | null;
+                            kind: string;
+                            last_job_id: string | null;
+                            last_message: string | null;
+                            last_outcome: string | null;
+                            last_run_at: string | null;
+                            name: string;
+                            next_runs: string[];
+                            owner_id: number | null;
+                            params: {
+                                [key: string]: unknown;
+                            };
+                            paused_reason: string | null;
+                            system: boolean;
+                            tz: string | null;
+                            updated_at: string;
+                        };
+                    };
+                };
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                        };
+                    };
+                };
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                        };
+                    };
+                };
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                        };
+                    };
+                };
+            };
+        };
+        trace?: never;
+    };
+    "/api/schedules/{id}/runs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            job_id: string | null;
+                            message: string | null;
+                            outcome: string;
+                            runs: number;
+                            tick_at: string;
+                        }[];
+                    };
+                };
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                        };
+                    };
                 };
             };
         };
@@ -5836,6 +6457,507 @@ export interface paths {
                     };
                 };
                 504: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/webhooks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            created_at: string;
+                            description: string;
+                            /** @description why the endpoint was disabled by the platform (failing for days, 410 Gone); null otherwise */
+                            disabled_reason: string | null;
+                            enabled: boolean;
+                            event_types: string[];
+                            /** @description since when no delivery succeeded; null when the last one did */
+                            failing_since: string | null;
+                            id: number;
+                            /** @description the previous secret still signs until then */
+                            secret_rotating_until: string | null;
+                            updated_at: string;
+                            url: string;
+                        }[];
+                    };
+                };
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+            };
+        };
+        put?: never;
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @default  */
+                        description?: string;
+                        /** @default true */
+                        enabled?: boolean;
+                        event_types?: ("job.completed" | "job.failed" | "job.cancelled")[];
+                        url: string;
+                    };
+                };
+            };
+            responses: {
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            created_at: string;
+                            description: string;
+                            /** @description why the endpoint was disabled by the platform (failing for days, 410 Gone); null otherwise */
+                            disabled_reason: string | null;
+                            enabled: boolean;
+                            event_types: string[];
+                            /** @description since when no delivery succeeded; null when the last one did */
+                            failing_since: string | null;
+                            id: number;
+                            /** @description whsec_ + base64: shown once */
+                            secret: string;
+                            /** @description the previous secret still signs until then */
+                            secret_rotating_until: string | null;
+                            updated_at: string;
+                            url: string;
+                        };
+                    };
+                };
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                        };
+                    };
+                };
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/webhooks/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            created_at: string;
+                            description: string;
+                            /** @description why the endpoint was disabled by the platform (failing for days, 410 Gone); null otherwise */
+                            disabled_reason: string | null;
+                            enabled: boolean;
+                            event_types: string[];
+                            /** @description since when no delivery succeeded; null when the last one did */
+                            failing_since: string | null;
+                            id: number;
+                            /** @description the previous secret still signs until then */
+                            secret_rotating_until: string | null;
+                            updated_at: string;
+                            url: string;
+                        };
+                    };
+                };
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @constant */
+                            success: true;
+                        };
+                    };
+                };
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                        };
+                    };
+                };
+            };
+        };
+        options?: never;
+        head?: never;
+        patch: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        description?: string;
+                        enabled?: boolean;
+                        event_types?: ("job.completed" | "job.failed" | "job.cancelled")[];
+                        url?: string;
+                    };
+                };
+            };
+            responses: {
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            created_at: string;
+                            description: string;
+                            /** @description why the endpoint was disabled by the platform (failing for days, 410 Gone); null otherwise */
+                            disabled_reason: string | null;
+                            enabled: boolean;
+                            event_types: string[];
+                            /** @description since when no delivery succeeded; null when the last one did */
+                            failing_since: string | null;
+                            id: number;
+                            /** @description the previous secret still signs until then */
+                            secret_rotating_until: string | null;
+                            updated_at: string;
+                            url: string;
+                        };
+                    };
+                };
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                        };
+                    };
+                };
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                        };
+                    };
+                };
+            };
+        };
+        trace?: never;
+    };
+    "/api/webhooks/{id}/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: {
+            parameters: {
+                query?: {
+                    before?: number;
+                    limit?: number;
+                };
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            attempt: number;
+                            created_at: string;
+                            duration_ms: number;
+                            error: string | null;
+                            /** @description the webhook-id header */
+                            event_id: string;
+                            event_type: string;
+                            id: number;
+                            ok: boolean;
+                            response_excerpt: string | null;
+                            status_code: number | null;
+                        }[];
+                    };
+                };
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                        };
+                    };
+                };
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/webhooks/{id}/deliveries/{deliveryId}/redeliver": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    deliveryId: string;
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                202: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            event_id: string;
+                            jobId: string;
+                            statusUrl: string;
+                        };
+                    };
+                };
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/webhooks/{id}/rotate-secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            created_at: string;
+                            description: string;
+                            /** @description why the endpoint was disabled by the platform (failing for days, 410 Gone); null otherwise */
+                            disabled_reason: string | null;
+                            enabled: boolean;
+                            event_types: string[];
+                            /** @description since when no delivery succeeded; null when the last one did */
+                            failing_since: string | null;
+                            id: number;
+                            /** @description whsec_ + base64: shown once */
+                            secret: string;
+                            /** @description the previous secret still signs until then */
+                            secret_rotating_until: string | null;
+                            updated_at: string;
+                            url: string;
+                        };
+                    };
+                };
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                404: {
                     headers: {
                         [name: string]: unknown;
                     };
