@@ -14,6 +14,7 @@ import * as m011 from './011_settle_what_was_taken.js';
 import * as m012 from './012_channel_creator.js';
 import * as m013 from './013_content_url_key.js';
 import * as m014 from './014_channel_cache_purge.js';
+import * as m015 from './015_webhooks.js';
 import * as m016 from './016_schedules.js';
 
 interface Migration {
@@ -36,6 +37,7 @@ const migrations: [string, Migration][] = [
   ['012_channel_creator', m012],
   ['013_content_url_key', m013],
   ['014_channel_cache_purge', m014],
+  ['015_webhooks', m015],
   ['016_schedules', m016],
 ];
 

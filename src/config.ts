@@ -16,7 +16,7 @@ const optionalString = z
   .optional()
   .transform((v) => (v === undefined || v.trim() === '' ? undefined : v));
 
-const QUEUE_NAMES = ['content', 'embeddings', 'mail', 'schedules'] as const;
+const QUEUE_NAMES = ['content', 'embeddings', 'mail', 'webhooks', 'schedules'] as const;
 
 const envSchema = z.object({
   NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
@@ -117,6 +117,23 @@ const envSchema = z.object({
   /** Schedules one user may keep (creating past it: 429). */
   SCHEDULES_PER_USER: int(50, 1, 100_000),
   MAIL_USER_CONCURRENCY: int(4, 1, 1000),
+  /** Webhook deliveries (src/webhooks): parallel deliveries per worker process, and at once to one endpoint across all workers. */
+  WEBHOOK_CONCURRENCY: int(32, 1, 1000),
+  WEBHOOK_ENDPOINT_CONCURRENCY: int(4, 1, 100),
+  /** Webhook endpoints one user may keep (adding past it: 429). */
+  WEBHOOK_ENDPOINTS_PER_USER: int(20, 1, 1000),
+  /** A delivery's whole exchange (connect, send, answer) must end within this. */
+  WEBHOOK_TIMEOUT_MS: int(15_000, 100, 120_000),
+  /** Attempts of one delivery, and the first retry's delay (each next one 4×, capped at WEBHOOK_BACKOFF_MAX_MS, ±25 %). */
+  WEBHOOK_ATTEMPTS: int(9, 1, 50),
+  WEBHOOK_BACKOFF_MS: int(15_000, 10, 3_600_000),
+  WEBHOOK_BACKOFF_MAX_MS: int(6 * 3_600_000, 10, 7 * 86_400_000),
+  /** An endpoint none of whose deliveries succeeded for this long is disabled (its owner sees why). */
+  WEBHOOK_DISABLE_AFTER_SECONDS: int(5 * 86_400, 60, 90 * 86_400),
+  /** A job result larger than this is left out of the event (its data carries only the url to read it at). */
+  WEBHOOK_INLINE_RESULT_BYTES: int(16 * 1024, 0, 1024 * 1024),
+  /** Events and their delivery log are kept this many days. */
+  WEBHOOK_LOG_RETENTION_DAYS: int(7, 1, 365),
   /** Mail accounts one user may keep (adding past it: 429). */
   MAIL_ACCOUNTS_PER_USER: int(1_000, 1, 1_000_000),
   /** Job event streams (GET /api/jobs/{id}/events) one user may hold open at once, across API processes. */
@@ -176,6 +193,7 @@ export const queueConcurrency = (c: Config): Record<QueueName, number> => ({
   content: c.CONTENT_CONCURRENCY,
   embeddings: c.EMBEDDINGS_CONCURRENCY,
   mail: c.MAIL_CONCURRENCY,
+  webhooks: c.WEBHOOK_CONCURRENCY,
   schedules: c.SCHEDULES_CONCURRENCY,
 });
 

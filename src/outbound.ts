@@ -11,6 +11,8 @@
 // (resolve / lookup: after DNS, on every address, and the connection goes to the address that
 // was checked, so a name that changes its answer between check and connect gains nothing).
 import dns from 'node:dns';
+import http from 'node:http';
+import https from 'node:https';
 import net, { BlockList, type LookupFunction } from 'node:net';
 import { withTimeout } from './timeout.js';
 
@@ -388,4 +390,23 @@ export async function refusedHostField(
   if (i < 0) return undefined;
   const [field, host] = entries[i]!;
   return { field, message: `${field}: "${host}" is refused by the outbound policy (${reasons[i]})` };
+}
+
+// Keep-alive pools per policy: a pooled socket was connected to an address its policy vetted.
+const agents = new WeakMap<OutboundPolicy, { http: http.Agent; https: https.Agent }>();
+
+/**
+ * An HTTP(S) request through the outbound policy: the URL's host is checked first (throws OutboundRefusedError, at
+ * once), and the socket connects only to an address the policy's lookup vetted after DNS (TLS still verifies the
+ * URL's host name), from a keep-alive pool of this policy's. Redirects are not followed (node never does).
+ */
+export function policyRequest(policy: OutboundPolicy, target: URL, init: { method: string; headers: Record<string, string> }): http.ClientRequest {
+  policy.precheck(target.hostname);
+  let pool = agents.get(policy);
+  if (!pool) {
+    pool = { http: new http.Agent({ keepAlive: true, lookup: policy.lookup }), https: new https.Agent({ keepAlive: true, lookup: policy.lookup }) };
+    agents.set(policy, pool);
+  }
+  const secure = target.protocol === 'https:';
+  return (secure ? https : http).request(target, { ...init, agent: secure ? pool.https : pool.http, lookup: policy.lookup });
 }

@@ -5,7 +5,7 @@ import type { Logger } from './log.js';
 import { createRedis, checkEvictionPolicy, redisKeys, type Redis, type RedisKeys } from './redis.js';
 import { createSecrets, loadSecretKey, type Secrets } from './secrets.js';
 import { JobClient } from './jobs/client.js';
-import type { JobKinds } from './jobs/registry.js';
+import type { JobEndListener, JobKinds } from './jobs/registry.js';
 import { Authenticator } from './accounts/auth.js';
 import { ChannelDirectory } from './channels/directory.js';
 import { UsageRecorder } from './accounts/usage.js';
@@ -42,6 +42,8 @@ export interface PlatformOptions {
    * Given, not imported: the areas' declarations import the Platform type.
    */
   jobs: JobKinds;
+  /** Told when a job ends (src/job-kinds.ts jobEndListeners: webhooks); none when not given. */
+  jobEnds?: readonly JobEndListener[];
   /** Create `root` on first start (API processes). */
   bootstrapRoot?: boolean;
   /** Listen to job events (processes that wait for jobs). */
@@ -64,7 +66,7 @@ export async function createPlatform(config: Config, log: Logger, opts: Platform
     await db.destroy().catch(() => {});
     throw err;
   }
-  const jobs = new JobClient(config, redis, log, db, secrets, opts.jobs);
+  const jobs = new JobClient(config, redis, log, db, secrets, opts.jobs, opts.jobEnds);
   if (opts.listenForJobs) await jobs.listen();
   const unwatch = watchQueues([...jobs.queues.values()]);
   const platform: Platform = {

@@ -1,7 +1,7 @@
 // Process lifecycle shared by the entry points: config, Redis, platform, signals, ordered shutdown.
 import { ConfigError, parseConfig, type Config } from './config.js';
 import { createLogger, type Logger } from './log.js';
-import { jobKinds } from './job-kinds.js';
+import { jobEndListeners, jobKinds } from './job-kinds.js';
 import { createPlatform, type Platform, type PlatformOptions } from './platform.js';
 import { ensureRedis, RedisUnavailableError, type RedisHandle } from './redis.js';
 import { withTimeout } from './timeout.js';
@@ -54,7 +54,7 @@ export async function runProcess(
 
   let platform: Platform;
   try {
-    platform = await createPlatform(config, log, { ...opts, jobs: jobKinds });
+    platform = await createPlatform(config, log, { ...opts, jobs: jobKinds, jobEnds: jobEndListeners });
   } catch (err) {
     await redisHandle.stop();
     log.error({ err }, 'start-up failed');

@@ -4,11 +4,12 @@ import { DelayedError, UnrecoverableError, Worker, type Job } from 'bullmq';
 import { queueConcurrency, queueNames, type QueueName } from '../src/config.js';
 import { AppError, toAppError } from '../src/errors.js';
 import { queueHooks } from '../src/job-kinds.js';
-import type { JobContext, QueueHooks } from '../src/jobs/define.js';
+import { announceJobEnd, type JobContext, type QueueHooks } from '../src/jobs/define.js';
 import { OwnerSlots } from '../src/jobs/fairness.js';
-import type { JobKind, JobKinds } from '../src/jobs/registry.js';
+import type { JobEnd, JobKind, JobKinds } from '../src/jobs/registry.js';
 import {
   DELIVERED,
+  decodeFailure,
   dropPayload,
   encodeFailure,
   loadPayload,
@@ -71,6 +72,8 @@ export async function startWorkers(p: Platform, queues: readonly QueueName[]): P
       lockDuration: p.config.JOB_LOCK_MS,
       stalledInterval: p.config.JOB_STALLED_INTERVAL_MS,
       maxStalledCount: 2,
+      // Kinds that declare their retry delays (DECLARED_BACKOFF): webhook deliveries honour Retry-After.
+      settings: { backoffStrategy: (attemptsMade, _type, err, job) => declaredDelay(p, kinds, attemptsMade, err, job) },
     });
     worker.on('error', (err) => p.log.warn({ err, queue }, 'worker error'));
     // A stored payload goes only once BullMQ has recorded the job's completion (this event comes after it): a
@@ -112,6 +115,13 @@ export async function startWorkers(p: Platform, queues: readonly QueueName[]): P
   };
 }
 
+/** The delay a kind declares (JobKind.retryDelay) before the next attempt; a kind that declares none retries at once. */
+function declaredDelay(p: Platform, kinds: JobKinds, attemptsMade: number, err: Error | undefined, job: { name: string } | undefined): number {
+  const def = job && Object.hasOwn(kinds, job.name) ? kinds[job.name] : undefined;
+  if (!def?.retryDelay) return 0;
+  return Math.max(0, Math.round(def.retryDelay(attemptsMade, decodeFailure(err?.message), p.config)));
+}
+
 /** How long an owner's job waits before it asks for a slot again (jittered, so waiting jobs spread out). */
 const SLOT_RETRY_MS = 250;
 
@@ -136,7 +146,7 @@ async function dispatch(
   }
   const owner = job.data.owner ?? null;
   const limit = def.ownerConcurrency && owner !== null ? def.ownerConcurrency(p.config) : undefined;
-  if (limit === undefined || !token) return runJob(p, def, job, signal);
+  if (limit === undefined || !token) return runJob(p, def, job, signal, token);
   // The owner runs `limit` jobs already: this one waits (delayed, not failed: no attempt is spent)
   // and leaves the worker to other owners' jobs.
   const taken = await slots.acquire(job.queueName, owner!, job.id!, limit).catch(() => true);
@@ -151,14 +161,14 @@ async function dispatch(
   };
   const renewal = setInterval(() => renew().catch(() => {}), Math.max(1_000, p.config.JOB_LOCK_MS / 3));
   try {
-    return await runJob(p, def, job, signal);
+    return await runJob(p, def, job, signal, token);
   } finally {
     clearInterval(renewal);
     await slots.release(job.queueName, owner!, job.id!).catch(() => {});
   }
 }
 
-async function runJob(p: Platform, def: JobKind, job: Job<JobEnvelope>, signal?: AbortSignal): Promise<unknown> {
+async function runJob(p: Platform, def: JobKind, job: Job<JobEnvelope>, signal?: AbortSignal, token?: string): Promise<unknown> {
   const log = p.log.child({ jobId: job.id, job: job.name, attempt: job.attemptsMade + 1 });
   let payload: unknown;
   try {
@@ -178,7 +188,7 @@ async function runJob(p: Platform, def: JobKind, job: Job<JobEnvelope>, signal?:
   const started = performance.now();
   const seconds = () => (performance.now() - started) / 1000;
   try {
-    const ctx: JobContext = { job, platform: p, log, owner: job.data.owner ?? null, signal };
+    const ctx: JobContext = { job, platform: p, log, owner: job.data.owner ?? null, signal, token };
     const result = await def.run(parsed.data, ctx);
     // resultIn (src/jobs/registry.ts): a result that is private ('postgres') or large goes to job_results and
     // Redis (return value, reply) carries only its id. Serialised once, small or large.
@@ -187,23 +197,32 @@ async function runJob(p: Platform, def: JobKind, job: Job<JobEnvelope>, signal?:
     const stored = json !== undefined && (def.resultIn === 'postgres' || (json.length > limit / 3 && Buffer.byteLength(json) > limit));
     if (stored) await storeResult(p.db, job.id!, json, resultTtlSeconds(p, job));
     recordJob(job.queueName, job.name, seconds(), 'completed', true);
+    // Before BullMQ records the end: a worker killed in between runs the job again, and it is announced again.
+    await announceJobEnd(p, jobEnd(job, 'completed', replyTo ? { delivered: true } : (result ?? null), null));
     if (!replyTo) return stored ? ({ resultRef: job.id! } satisfies ResultRef) : result;
     const id = JSON.stringify(job.id!);
     await publishTo(p.redis, replyTo, stored ? `{"id":${id},"resultRef":${id}}` : json === undefined ? `{"id":${id}}` : `{"id":${id},"result":${json}}`);
     return stored ? ({ ...DELIVERED, resultRef: job.id! } satisfies ResultRef) : DELIVERED;
   } catch (raw) {
-    if (raw instanceof UnrecoverableError) throw raw;
+    if (raw instanceof UnrecoverableError || raw instanceof DelayedError) throw raw;
     const err = toAppError(raw);
     if (err.status >= 500 && !(raw instanceof AppError)) log.error({ err: raw }, 'job failed');
     const final = !err.retriable || job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
     recordJob(job.queueName, job.name, seconds(), 'failed', final);
     if (replyTo && final) await publishTo(p.redis, replyTo, JSON.stringify({ id: job.id!, error: err.toJSON() } satisfies DirectReply)).catch(() => {});
+    if (final) await announceJobEnd(p, jobEnd(job, 'failed', null, { status: err.status, message: err.message, code: err.code }));
     const reason = encodeFailure(err);
     const wrapped = err.retriable ? new Error(reason) : new UnrecoverableError(reason);
     // Keep the original stack for Bull Board, under the encoded reason.
     if (raw instanceof Error && raw.stack) wrapped.stack = `${reason}\n${raw.stack}`;
     throw wrapped;
   }
+}
+
+/** A job's end as its listeners are told it: what GET /api/jobs/{id} will show. */
+function jobEnd(job: Job<JobEnvelope>, state: JobEnd['state'], result: unknown, error: JobEnd['error']): JobEnd {
+  const { id, name, queueName } = job;
+  return { id: id!, name, queue: queueName as QueueName, owner: job.data.owner ?? null, state, result, error, finishedAt: new Date().toISOString() };
 }
 
 /** A stored result lives as long as its job is kept (removeOnComplete's age), and at least a minute. */

@@ -1,6 +1,5 @@
 // Forwarding an embeddings call to upstream channels: priority tiers, weighted choice, failover, Retry-After.
-import http from 'node:http';
-import https from 'node:https';
+import type { ClientRequest } from 'node:http';
 import type { Platform } from '../platform.js';
 import type { ChannelEntry } from '../channels/directory.js';
 import { autoDisableChannel } from '../channels/store.js';
@@ -8,7 +7,7 @@ import { AppError } from '../errors.js';
 import { float32View } from './float32.js';
 import { redact } from '../logs/entries.js';
 import { scrubSecret } from '../secrets.js';
-import { OutboundRefusedError, type OutboundPolicy, outboundPolicy } from '../outbound.js';
+import { OutboundRefusedError, type OutboundPolicy, outboundPolicy, policyRequest } from '../outbound.js';
 
 export interface RelayResult {
   /** float32 little-endian, one per input, bit for bit as the upstream sent them. */
@@ -163,9 +162,6 @@ interface UpstreamResponse {
   text: string;
 }
 
-// Keep-alive pools per policy: a pooled socket was connected to an address its policy vetted.
-const agents = new WeakMap<OutboundPolicy, { http: http.Agent; https: https.Agent }>();
-
 /**
  * POSTs to an upstream through the outbound policy (src/outbound.ts): the host is checked before
  * the request, and the socket connects only to an address the policy's lookup vetted after DNS
@@ -182,25 +178,13 @@ function postUpstream(
   maxBytes: number,
 ): Promise<UpstreamResponse> {
   return new Promise((resolve, reject) => {
-    const target = new URL(url);
+    let request: ClientRequest;
     try {
-      policy.precheck(target.hostname);
+      request = policyRequest(policy, new URL(url), { method: 'POST', headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) } });
     } catch (err) {
       reject(err);
       return;
     }
-    let pool = agents.get(policy);
-    if (!pool) {
-      pool = { http: new http.Agent({ keepAlive: true, lookup: policy.lookup }), https: new https.Agent({ keepAlive: true, lookup: policy.lookup }) };
-      agents.set(policy, pool);
-    }
-    const secure = target.protocol === 'https:';
-    const request = (secure ? https : http).request(target, {
-      method: 'POST',
-      agent: secure ? pool.https : pool.http,
-      lookup: policy.lookup,
-      headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) },
-    });
     let timedOut: Error | undefined;
     const timer = setTimeout(() => {
       timedOut = Object.assign(new Error(`no answer within ${timeoutMs} ms`), { name: 'TimeoutError' });

@@ -17,6 +17,7 @@ import { embeddingsRouter } from '../embeddings/routes.js';
 import { mailRouter } from '../mail/routes.js';
 import { schedulesRouter } from '../schedules/routes.js';
 import { startSchedules } from '../schedules/service.js';
+import { webhooksRouter } from '../webhooks/routes.js';
 import { logsRouter } from '../logs/routes.js';
 import { startLogMaintenance } from '../logs/maintenance.js';
 import { observeHttp } from '../metrics.js';
@@ -58,7 +59,17 @@ export function createApp(p: Platform): Koa {
 export function buildRouters(p: Platform): ApiRouter[] {
   // The embeddings routes come first: they are the busiest. The logs routes come before accounts' /api/user/:id,
   // which would otherwise take /api/user/dashboard.
-  const areas = [embeddingsRouter(p), healthRouter(p), logsRouter(p), accountsRouter(p), channelsRouter(p), jobsRouter(p), contentRouter(p), mailRouter(p), schedulesRouter(p)];
+  const areas = [
+    embeddingsRouter(p),
+    healthRouter(p),
+    logsRouter(p),
+    accountsRouter(p),
+    channelsRouter(p),
+    jobsRouter(p),
+    contentRouter(p),
+    mailRouter(p), schedulesRouter(p),
+    webhooksRouter(p),
+  ];
   const docs = docsRouter(p, () => [...areas, docs].flatMap((r) => r.endpoints).concat(boardEndpoint));
   return [...areas, docs];
 }

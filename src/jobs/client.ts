@@ -11,7 +11,7 @@ import type { Redis } from '../redis.js';
 import type { Secrets } from '../secrets.js';
 import { createRedis, redisKeys, subscribeTo, waitForReplica } from '../redis.js';
 import { withTimeout } from '../timeout.js';
-import type { JobKind, JobKinds, JobRegistry, NameIn, PayloadIn, ResultIn } from './registry.js';
+import type { JobEndListener, JobKind, JobKinds, JobRegistry, NameIn, PayloadIn, ResultIn } from './registry.js';
 import {
   decodeFailure,
   dropJobStorage,
@@ -119,6 +119,8 @@ export class JobClient<K extends JobKinds = JobRegistry> {
     private readonly secrets: Pick<Secrets, 'encrypt' | 'signJob'>,
     /** Every kind this platform enqueues (and its workers run), by name. */
     readonly kinds: JobKinds,
+    /** What is told when a job ends (src/jobs/define.ts announceJobEnd). */
+    readonly endListeners: readonly JobEndListener[] = [],
   ) {
     // A channel of its own (on a cluster, in a slot of its own: replies to many API processes spread over the masters).
     this.replyChannel = redisKeys(config).of('replies', uuidv7());

@@ -5,7 +5,7 @@ import type { z } from 'zod';
 import type { QueueName } from '../config.js';
 import type { Logger } from '../log.js';
 import type { Platform } from '../platform.js';
-import type { JobKind } from './registry.js';
+import type { JobEnd, JobEndListener, JobKind } from './registry.js';
 import type { JobEnvelope } from './wire.js';
 
 /** What a handler gets besides its payload. */
@@ -17,6 +17,8 @@ export interface JobContext {
   owner: number | null;
   /** Fires when the worker is closing or the job is cancelled. */
   signal?: AbortSignal;
+  /** The worker's lock token: a handler may move its job to delayed (`job.moveToDelayed(at, token)`, then throw DelayedError). */
+  token?: string;
 }
 
 /** A job kind as an area declares it: see JobKind for each field. */
@@ -42,3 +44,26 @@ export interface QueueHooks {
 
 /** Declares a queue's hooks, in the area whose jobs need them. */
 export const defineQueueHooks = (hooks: QueueHooks): QueueHooks => hooks;
+
+/** What a job-end listener gets besides the end. */
+export interface JobEndContext {
+  platform: Platform;
+  log: Logger;
+}
+
+/** Declares a job-end listener (listed in src/job-kinds.ts jobEndListeners). */
+export const defineJobEndListener = (listener: JobEndListener<JobEndContext>): JobEndListener<JobEndContext> => listener;
+
+/**
+ * Tells the platform's job-end listeners that a job ended (workers, for completed and failed for good; the jobs API,
+ * for cancelled). A listener that fails is logged and does not fail the job: its end stands either way.
+ */
+export async function announceJobEnd(p: Platform, end: JobEnd): Promise<void> {
+  for (const listener of p.jobs.endListeners) {
+    try {
+      await listener.ended(end, { platform: p, log: p.log });
+    } catch (err) {
+      p.log.error({ err, jobId: end.id, listener: listener.name }, 'a job-end listener failed');
+    }
+  }
+}

@@ -58,6 +58,41 @@ export interface JobKind<N extends string = string, S extends z.ZodType = z.ZodT
    * without taking a worker from anyone else. Unset: no per-owner limit.
    */
   ownerConcurrency?: (config: Config) => number;
+  /**
+   * Declared retry delays: with `options.backoff: { type: DECLARED_BACKOFF }`, the delay before the next attempt
+   * after `attemptsMade` failed ones, given the last failure (its status, code and headers: Retry-After). Unset: the
+   * job's own backoff options.
+   */
+  retryDelay?: (attemptsMade: number, failure: { status: number; code?: string; headers?: Record<string, string> }, config: Config) => number;
+}
+
+/** The backoff type of a job kind that declares its retryDelay. */
+export const DECLARED_BACKOFF = 'declared';
+
+/** A job that reached a final state: what its end announces (src/jobs/define.ts announceJobEnd). */
+export interface JobEnd {
+  id: string;
+  name: string;
+  queue: QueueName;
+  /** Who submitted it (the owner the API signed); null for jobs of no one. */
+  owner: number | null;
+  /** completed; failed for good (no attempt left, or not retried); cancelled. */
+  state: 'completed' | 'failed' | 'cancelled';
+  /** The result as GET /api/jobs/{id} shows it (completed), else null. */
+  result: unknown;
+  /** The error as GET /api/jobs/{id} shows it (failed, cancelled), else null. */
+  error: { status: number; message: string; code?: string } | null;
+  finishedAt: string;
+}
+
+/**
+ * Something done when any job ends (webhooks announce it): declared in an area, listed by the composition root
+ * (src/job-kinds.ts jobEndListeners) and given to the platform like job kinds. `C` is left open as for JobKind.
+ */
+export interface JobEndListener<C = unknown> {
+  name: string;
+  /** Called before the end is recorded in Redis, so a worker killed in between announces it again: be idempotent. */
+  ended(end: JobEnd, ctx: C): Promise<void>;
 }
 
 /** A set of job kinds, by name: what a platform enqueues and its workers run. */

@@ -11,7 +11,7 @@ import { parseConfig, type Config } from '../../src/config.js';
 import { createLogger } from '../../src/log.js';
 import { createPlatform, type Platform } from '../../src/platform.js';
 import { answerClientErrors, createApp } from '../../src/http/app.js';
-import { jobKinds } from '../../src/job-kinds.js';
+import { jobEndListeners, jobKinds } from '../../src/job-kinds.js';
 import type { JobKinds } from '../../src/jobs/registry.js';
 import { startWorkers, type WorkerSet } from '../../workers/index.js';
 import { HttpClient } from './http.js';
@@ -124,7 +124,12 @@ export interface TestApp {
 export async function startTestApp(opts: { embedded?: boolean; env?: Record<string, string>; workers?: boolean; jobs?: JobKinds } = {}): Promise<TestApp> {
   const testEnv = await createTestEnv(opts);
   const config = parseConfig(testEnv.env);
-  const platform = await createPlatform(config, createLogger(config.LOG_LEVEL), { bootstrapRoot: true, listenForJobs: true, jobs: opts.jobs ?? jobKinds });
+  const platform = await createPlatform(config, createLogger(config.LOG_LEVEL), {
+    bootstrapRoot: true,
+    listenForJobs: true,
+    jobs: opts.jobs ?? jobKinds,
+    jobEnds: jobEndListeners,
+  });
   const app = createApp(platform);
   const server: Server = await new Promise((resolve) => {
     const s = app.listen(0, '127.0.0.1', () => resolve(s));

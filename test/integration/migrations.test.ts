@@ -23,6 +23,9 @@ const TABLES = [
   'logs',
   'job_owners',
   'quota_reservations',
+  'webhook_endpoints',
+  'webhook_events',
+  'webhook_deliveries',
 ];
 
 const envs: TestEnv[] = [];
@@ -53,6 +56,7 @@ for (const embedded of [false, true]) {
           '012_channel_creator',
           '013_content_url_key',
           '014_channel_cache_purge',
+          '015_webhooks',
           '016_schedules',
         ]);
         for (const t of TABLES) expect(await db.schema.hasTable(t), t).toBe(true);
