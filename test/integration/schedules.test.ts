@@ -255,6 +255,30 @@ describe('ticks', () => {
   });
 });
 
+describe('trust', () => {
+  it('a scheduler whose template was edited outside the API (another owner, another schedule) is refused by the worker: no run, no job', async () => {
+    const { email } = await addPasswordAccount(alice, dovecot, address('forged'));
+    const created = await alice.post('/api/schedules', {
+      name: 'f',
+      kind: 'mail.purge',
+      params: { email, mailbox: 'Junk' },
+      interval_ms: 3_600_000,
+      enabled: false,
+    });
+    const id = created.body.id as number;
+    // As Bull Board or a Redis client could: the scheduler re-made with bob's id as owner, the old signature kept.
+    const signed = { owner: aliceId, payload: { scheduleId: id } };
+    const { schedulerSignedId, signEnvelope } = await import('../../src/jobs/wire.js');
+    signEnvelope(t.platform.secrets, schedulerSignedId(schedulerId(id)), 'schedules.tick', signed);
+    await queue().upsertJobScheduler(schedulerId(id), { every: 1_000 }, { name: 'schedules.tick', data: { ...signed, owner: aliceId + 1 } });
+    const failed = await until('the forged tick failed', async () => (await queue().getFailed()).find((j) => j.repeatJobKey === schedulerId(id)));
+    expect(failed.failedReason).toMatch(/job_not_signed/);
+    await queue().removeJobScheduler(schedulerId(id));
+    expect(await runsOf(alice, id)).toEqual([]);
+    await alice.delete(`/api/schedules/${id}`);
+  });
+});
+
 describe('re-sync at start', () => {
   it('gives every enabled schedule its job scheduler and removes schedulers without one, keeping the next tick', async () => {
     const { email } = await addPasswordAccount(alice, dovecot, address('sync'));
