@@ -67,7 +67,8 @@ export function buildRouters(p: Platform): ApiRouter[] {
     channelsRouter(p),
     jobsRouter(p),
     contentRouter(p),
-    mailRouter(p), schedulesRouter(p),
+    mailRouter(p),
+    schedulesRouter(p),
     webhooksRouter(p),
   ];
   const docs = docsRouter(p, () => [...areas, docs].flatMap((r) => r.endpoints).concat(boardEndpoint));
