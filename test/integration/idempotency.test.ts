@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startDovecot, type DovecotServer } from '../helpers/dovecot.js';
 import { HttpClient } from '../helpers/http.js';
 import { addPasswordAccount } from '../helpers/mail-accounts.js';
+import { freePort, PrivateRedis } from '../helpers/redis-server.js';
 import { startTestApp, type TestApp } from '../helpers/services.js';
 import { startSmtp, type SmtpTestServer } from '../helpers/smtp.js';
 import { item } from '../shared/content-suite.js';
@@ -431,5 +432,30 @@ describe('Idempotency-Key elsewhere', () => {
       expect(Object.keys(op.responses)).toEqual(expect.arrayContaining(['409', '422']));
     }
     expect(doc.paths['/api/content'].get.parameters.map((x: { name: string }) => x.name)).not.toContain('Idempotency-Key');
+  });
+});
+
+describe('Idempotency-Key with Redis away', () => {
+  let redis: PrivateRedis;
+  let app: TestApp;
+  beforeAll(async () => {
+    redis = new PrivateRedis(await freePort());
+    await redis.start();
+    app = await startTestApp({ env: { REDIS_URL: redis.url }, workers: false });
+  });
+  afterAll(async () => {
+    await redis.start().catch(() => {});
+    // Closing waits for the connections, which reconnect by themselves first.
+    for (let i = 0; i < 150 && app && (await app.root.get('/readyz')).status !== 200; i++) await sleep(200);
+    await app?.close();
+    await redis.stop();
+  });
+
+  it('an item sent with a key answers 503 (the key cannot be checked), and without one is stored as before', async () => {
+    await redis.stop();
+    const keyed = await app.root.post('/api/content', item(), { 'idempotency-key': key('away') });
+    expect(keyed.status).toBe(503);
+    expect(keyed.headers.get('retry-after')).toBeTruthy();
+    expect((await app.root.post('/api/content', item())).status).toBe(201);
   });
 });
