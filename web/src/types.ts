@@ -43,6 +43,8 @@ export type CodeAnswer = Answer<'/api/vendor-email/extract-code', 'get'>;
 export type Job = Answer<'/api/jobs/{id}', 'get'>;
 /** A page of jobs (GET /api/jobs). */
 export type JobPage = Answer<'/api/jobs', 'get'>;
+
+export type Schedule = Answer<'/api/schedules', 'get'>[number];
 /** A job in a listing: no result, and where to read it. */
 export type JobSummary = JobPage['jobs'][number];
 export type JobState = Job['state'];
