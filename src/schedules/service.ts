@@ -242,9 +242,32 @@ export async function syncSchedulers(p: Platform): Promise<{ upserted: number; r
   return { upserted: rows.length, removed };
 }
 
+/**
+ * Every enabled schedule whose scheduler is gone, or whose next tick's job is (a Redis failover that lost the last
+ * writes, a key deleted by hand), is upserted again: its ticks resume, and the next one says how many did not run.
+ */
+export async function repairSchedulers(p: Platform): Promise<number> {
+  const queue = schedulesQueue(p);
+  let repaired = 0;
+  for (const row of await store.enabledSchedules(p.db)) {
+    const key = schedulerId(row.id);
+    const scheduler = await queue.getJobScheduler(key);
+    const next = scheduler?.next;
+    if (next != null && (await queue.getJob(`repeat:${key}:${next}`))) continue;
+    await upsertScheduler(p, row);
+    repaired++;
+  }
+  return repaired;
+}
+
+/** How often (± 25 %) each API process looks for schedules whose next tick was lost. */
+export const REPAIR_INTERVAL_MS = 60_000;
 const synced = new WeakSet<object>();
 
-/** Once per platform of an API process: syncSchedulers in the background (logged; a failure is retried at next start). */
+/**
+ * Once per platform of an API process: syncSchedulers in the background (logged; a failure is retried at next start),
+ * then repairSchedulers every REPAIR_INTERVAL_MS.
+ */
 export function startSchedules(p: Platform): void {
   if (synced.has(p)) return;
   synced.add(p);
@@ -252,4 +275,20 @@ export function startSchedules(p: Platform): void {
     (r) => p.log.info(r, 'schedules synced with their job schedulers'),
     (err) => p.log.warn({ err }, 'could not sync schedules with their job schedulers; retried at the next start'),
   );
+  const repair = () => {
+    const timer = setTimeout(
+      async () => {
+        try {
+          const repaired = await repairSchedulers(p);
+          if (repaired) p.log.warn({ repaired }, 'schedules whose next tick was lost were scheduled again');
+        } catch (err) {
+          p.log.debug({ err }, 'schedule repair failed; tried again later');
+        }
+        repair();
+      },
+      REPAIR_INTERVAL_MS * (0.75 + Math.random() / 2),
+    );
+    timer.unref();
+  };
+  repair();
 }

@@ -7,7 +7,7 @@ import { HttpClient } from '../helpers/http.js';
 import { addPasswordAccount } from '../helpers/mail-accounts.js';
 import { startTestApp, type TestApp } from '../helpers/services.js';
 import { checkTiming } from '../../src/schedules/schema.js';
-import { schedulerId, syncSchedulers, upsertScheduler } from '../../src/schedules/service.js';
+import { repairSchedulers, schedulerId, syncSchedulers, upsertScheduler } from '../../src/schedules/service.js';
 import { insertSchedule } from '../../src/schedules/store.js';
 import { runTick } from '../../src/schedules/tick.js';
 
@@ -298,6 +298,25 @@ describe('re-sync at start', () => {
     expect(outcome.removed).toBe(1);
     expect(await queue().getJobScheduler(schedulerId(id))).toBeTruthy();
     expect(await queue().getJobScheduler('schedule-999999')).toBeUndefined();
+    await alice.delete(`/api/schedules/${id}`);
+  });
+
+  it('a schedule whose next tick was lost (a failover that lost the write) is found and scheduled again', async () => {
+    const { email } = await addPasswordAccount(alice, dovecot, address('lost-tick'));
+    const created = await alice.post('/api/schedules', { name: 'l', kind: 'mail.purge', params: { email, mailbox: 'Junk' }, interval_ms: 3_600_000 });
+    const id = created.body.id as number;
+    const key = schedulerId(id);
+    await until('the first tick done', async () => (await runsOf(alice, id)).length > 0);
+    expect(await repairSchedulers(t.platform)).toBe(0);
+    const next = (await queue().getJobScheduler(key))!.next!;
+    // The delayed job of the next tick gone, as a replica promoted without the last writes would have it.
+    const redis = t.platform.redis;
+    await redis.del(queue().toKey(`repeat:${key}:${next}`));
+    await redis.zrem(queue().toKey('delayed'), `repeat:${key}:${next}`);
+    expect(await queue().getJob(`repeat:${key}:${next}`)).toBeUndefined();
+    expect(await repairSchedulers(t.platform)).toBe(1);
+    const again = await queue().getJobScheduler(key);
+    expect(await queue().getJob(`repeat:${key}:${again!.next}`)).toBeTruthy();
     await alice.delete(`/api/schedules/${id}`);
   });
 });
