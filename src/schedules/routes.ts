@@ -16,6 +16,7 @@ const create = endpoint(
     path: '/api/schedules',
     summary: `Schedule a job (kind: ${s.USER_KINDS.join(', ')}) on a cron expression in a time zone, or every interval_ms`,
     auth: 'user',
+    idempotent: true,
     body: s.createBody,
     responses: {
       201: one,

@@ -16,6 +16,7 @@ const create = endpoint(
     path: '/api/webhooks',
     summary: "Register an endpoint for your jobs' events (job.completed, job.failed, job.cancelled); its whsec_ secret is shown only here",
     auth: 'user',
+    idempotent: true,
     body: s.createBody,
     responses: {
       201: ok('the endpoint, with its signing secret (shown once)', s.endpointWithSecret),
@@ -78,6 +79,7 @@ const rotate = endpoint(
     path: '/api/webhooks/:id/rotate-secret',
     summary: 'A new signing secret, shown only here; the previous one also signs for 24 h (two v1 signatures)',
     auth: 'user',
+    idempotent: true,
     pathParams: ids,
     responses: { 200: ok('the endpoint, with its new secret (shown once)', s.endpointWithSecret), 404: notFound },
   },
@@ -103,6 +105,7 @@ const redeliver = endpoint(
     path: '/api/webhooks/:id/deliveries/:deliveryId/redeliver',
     summary: "Send a logged delivery's event to the endpoint again, with the same webhook-id",
     auth: 'user',
+    idempotent: true,
     pathParams: { ...ids, deliveryId: idParam },
     responses: {
       202: ok('the delivery job', z.object({ jobId: z.string(), event_id: z.string(), statusUrl: z.string() })),

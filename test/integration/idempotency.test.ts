@@ -414,6 +414,27 @@ describe('Idempotency-Key elsewhere', () => {
     expect((await quota()) - before).toBe(1000);
   });
 
+  it('a webhook endpoint and a schedule, each made twice with a key: made once, the same answer (the same secret) replayed', async () => {
+    const k = key('webhook');
+    const w1 = await bob.post('/api/webhooks', { url: 'http://127.0.0.1:9/idem-hook' }, { 'idempotency-key': k });
+    const w2 = await bob.post('/api/webhooks', { url: 'http://127.0.0.1:9/idem-hook' }, { 'idempotency-key': k });
+    expect(w1.status, w1.text).toBe(201);
+    expect(w2.status).toBe(201);
+    expect(w2.headers.get('idempotent-replayed')).toBe('true');
+    expect(w2.body).toEqual(w1.body);
+    const hooks = (await bob.get('/api/webhooks')).body as { url: string }[];
+    expect(hooks.filter((h) => h.url === 'http://127.0.0.1:9/idem-hook')).toHaveLength(1);
+
+    const ks = key('schedule');
+    const plan = { name: `idem-${stamp}`, kind: 'mail.purge', params: { email: SENDERS[0], mailbox: 'Junk' }, cron: '0 3 * * *' };
+    const s1 = await bob.post('/api/schedules', plan, { 'idempotency-key': ks });
+    const s2 = await bob.post('/api/schedules', plan, { 'idempotency-key': ks });
+    expect(s1.status, s1.text).toBe(201);
+    expect(s2.body).toEqual(s1.body);
+    const plans = (await bob.get('/api/schedules')).body as { name: string }[];
+    expect(plans.filter((x) => x.name === `idem-${stamp}`)).toHaveLength(1);
+  });
+
   it('/openapi.json documents the header, 409 and 422 on every idempotent endpoint', async () => {
     const doc = (await t.anon.get('/openapi.json')).body;
     for (const [path, method] of [
@@ -423,6 +444,10 @@ describe('Idempotency-Key elsewhere', () => {
       ['/api/content/batch', 'post'],
       ['/v1/embeddings', 'post'],
       ['/api/token/', 'post'],
+      ['/api/webhooks', 'post'],
+      ['/api/webhooks/{id}/rotate-secret', 'post'],
+      ['/api/webhooks/{id}/deliveries/{deliveryId}/redeliver', 'post'],
+      ['/api/schedules', 'post'],
     ] as const) {
       const op = doc.paths[path][method];
       expect(

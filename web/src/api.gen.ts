@@ -925,7 +925,7 @@ export interface paths {
                     limit?: number;
                     name?: string;
                     queue?: "content" | "embeddings" | "mail" | "webhooks" | "schedules";
-                    state?: "waiting" | "active" | "delayed" | "completed" | "failed" | "cancelled";
+                    state?: "waiting" | "active" | "delayed" | "completed" | "failed";
                     user?: number;
                 };
                 header?: never;
@@ -956,7 +956,7 @@ export interface paths {
                                 /** @enum {string} */
                                 queue: "content" | "embeddings" | "mail" | "webhooks" | "schedules";
                                 /** @enum {string} */
-                                state: "waiting" | "active" | "delayed" | "completed" | "failed" | "cancelled";
+                                state: "waiting" | "active" | "delayed" | "completed" | "failed";
                                 statusUrl: string;
                             }[];
                             nextCursor: string | null;
@@ -1039,7 +1039,7 @@ export interface paths {
                             queue: "content" | "embeddings" | "mail" | "webhooks" | "schedules";
                             result: unknown;
                             /** @enum {string} */
-                            state: "waiting" | "active" | "delayed" | "completed" | "failed" | "cancelled";
+                            state: "waiting" | "active" | "delayed" | "completed" | "failed";
                         };
                     };
                 };
@@ -1063,97 +1063,7 @@ export interface paths {
         };
         put?: never;
         post?: never;
-        delete: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            attempts: number;
-                            createdAt: string;
-                            error: {
-                                code?: string;
-                                message: string;
-                                status: number;
-                            } | null;
-                            finishedAt: string | null;
-                            id: string;
-                            name: string;
-                            processedAt: string | null;
-                            progress: unknown;
-                            /** @enum {string} */
-                            queue: "content" | "embeddings" | "mail" | "webhooks" | "schedules";
-                            result: unknown;
-                            /** @enum {string} */
-                            state: "waiting" | "active" | "delayed" | "completed" | "failed" | "cancelled";
-                        };
-                    };
-                };
-                202: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            attempts: number;
-                            createdAt: string;
-                            error: {
-                                code?: string;
-                                message: string;
-                                status: number;
-                            } | null;
-                            finishedAt: string | null;
-                            id: string;
-                            name: string;
-                            processedAt: string | null;
-                            progress: unknown;
-                            /** @enum {string} */
-                            queue: "content" | "embeddings" | "mail" | "webhooks" | "schedules";
-                            result: unknown;
-                            /** @enum {string} */
-                            state: "waiting" | "active" | "delayed" | "completed" | "failed" | "cancelled";
-                        };
-                    };
-                };
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                        };
-                    };
-                };
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                        };
-                    };
-                };
-            };
-        };
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -1203,106 +1113,6 @@ export interface paths {
         };
         put?: never;
         post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/jobs/{id}/retry": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path: {
-                    id: string;
-                };
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                200: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            attempts: number;
-                            createdAt: string;
-                            error: {
-                                code?: string;
-                                message: string;
-                                status: number;
-                            } | null;
-                            finishedAt: string | null;
-                            id: string;
-                            name: string;
-                            processedAt: string | null;
-                            progress: unknown;
-                            /** @enum {string} */
-                            queue: "content" | "embeddings" | "mail" | "webhooks" | "schedules";
-                            result: unknown;
-                            /** @enum {string} */
-                            state: "waiting" | "active" | "delayed" | "completed" | "failed" | "cancelled";
-                        };
-                    };
-                };
-                401: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-                403: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                        };
-                    };
-                };
-                404: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                        };
-                    };
-                };
-                409: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                        };
-                    };
-                };
-                410: {
-                    headers: {
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            error: string;
-                        };
-                    };
-                };
-            };
-        };
         delete?: never;
         options?: never;
         head?: never;
@@ -3549,7 +3359,10 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description Makes the request safe to send again: the same key from the same user with the same request (method, path, query, body) within IDEMPOTENCY_TTL_SECONDS (24 h) answers what the first one answered, with `Idempotent-Replayed: true`, and does nothing again. 1-255 printable ASCII characters, bare or quoted (RFC 8941 string). */
+                    "Idempotency-Key"?: string;
+                };
                 path?: never;
                 cookie?: never;
             };
@@ -3626,6 +3439,24 @@ export interface paths {
                             error: string;
                         };
                     };
+                };
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                410: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
                 };
                 429: {
                     headers: {
@@ -6524,7 +6355,10 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description Makes the request safe to send again: the same key from the same user with the same request (method, path, query, body) within IDEMPOTENCY_TTL_SECONDS (24 h) answers what the first one answered, with `Idempotent-Replayed: true`, and does nothing again. 1-255 printable ASCII characters, bare or quoted (RFC 8941 string). */
+                    "Idempotency-Key"?: string;
+                };
                 path?: never;
                 cookie?: never;
             };
@@ -6576,6 +6410,24 @@ export interface paths {
                     };
                 };
                 401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                410: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                422: {
                     headers: {
                         [name: string]: unknown;
                     };
@@ -6862,7 +6714,10 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description Makes the request safe to send again: the same key from the same user with the same request (method, path, query, body) within IDEMPOTENCY_TTL_SECONDS (24 h) answers what the first one answered, with `Idempotent-Replayed: true`, and does nothing again. 1-255 printable ASCII characters, bare or quoted (RFC 8941 string). */
+                    "Idempotency-Key"?: string;
+                };
                 path: {
                     deliveryId: string;
                     id: string;
@@ -6883,6 +6738,12 @@ export interface paths {
                         };
                     };
                 };
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
                 401: {
                     headers: {
                         [name: string]: unknown;
@@ -6898,6 +6759,24 @@ export interface paths {
                             error: string;
                         };
                     };
+                };
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                410: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
                 };
             };
         };
@@ -6919,7 +6798,10 @@ export interface paths {
         post: {
             parameters: {
                 query?: never;
-                header?: never;
+                header?: {
+                    /** @description Makes the request safe to send again: the same key from the same user with the same request (method, path, query, body) within IDEMPOTENCY_TTL_SECONDS (24 h) answers what the first one answered, with `Idempotent-Replayed: true`, and does nothing again. 1-255 printable ASCII characters, bare or quoted (RFC 8941 string). */
+                    "Idempotency-Key"?: string;
+                };
                 path: {
                     id: string;
                 };
@@ -6951,6 +6833,12 @@ export interface paths {
                         };
                     };
                 };
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
                 401: {
                     headers: {
                         [name: string]: unknown;
@@ -6966,6 +6854,24 @@ export interface paths {
                             error: string;
                         };
                     };
+                };
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                410: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
                 };
             };
         };
