@@ -23,12 +23,13 @@ import { load, percentile } from './load.js';
 import { logsBench } from './logs.js';
 import { scaleFigures } from './scale.js';
 import { startupFigures } from './startup.js';
+import { webhookFigures } from './webhooks.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const ADMIN_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const REDIS_URL = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 8);
-/** BENCH_ONLY=relay,use-lite,store,logs,mail,idempotency,scale,startup runs only those (and the local-hash figure the others compare with); nothing goes to latest.jsonl then. */
+/** BENCH_ONLY=relay,use-lite,store,logs,mail,idempotency,webhooks,scale,startup runs only those (and the local-hash figure the others compare with); nothing goes to latest.jsonl then. */
 const ONLY = (process.env.BENCH_ONLY ?? '')
   .split(',')
   .map((x) => x.trim())
@@ -431,6 +432,13 @@ async function main() {
   }
   // 5b. Idempotency-Key: a keyed job submission and item create against the same without a key (bench/idempotency.ts).
   if (want('idempotency')) for (const f of await idempotencyFigures({ base: B, accessToken, log })) report(f);
+  if (want('webhooks')) {
+    // Deliveries on a worker of their own (the bench's first worker takes content and embeddings).
+    spawnNode('worker-webhooks', ['--max-old-space-size=1024', 'dist/workers/main.js'], { ...env, WORKER_QUEUES: 'webhooks' });
+    for (let i = 0; !(await fetch(`${B}/api/jobs/ping?queue=webhooks`, { method: 'POST', headers: { authorization: accessToken } })).ok; i++)
+      if (i > 60) throw new Error('no webhooks worker');
+    for (const f of await webhookFigures({ base: B, accessToken, log })) report(f);
+  }
   if (want('scale')) for (const f of await scaleFigures({ adminUrl: ADMIN_URL, redisUrl: REDIS_URL, seconds: SECONDS, log })) report(f);
   if (want('startup')) for (const f of await startupFigures({ redisUrl: REDIS_URL, log })) report(f);
 

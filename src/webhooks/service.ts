@@ -114,14 +114,16 @@ export function retryDelay(attemptsMade: number, failure: { headers?: Record<str
   return Number.isFinite(asked) && asked > 0 ? Math.max(Math.min(asked * 1000, MAX_RETRY_AFTER_MS), jittered) : jittered;
 }
 
-/** The event body of a job's end: as GET /api/jobs/{id} shows the job, the result left out past WEBHOOK_INLINE_RESULT_BYTES. */
+/** The event body of a job's end: as GET /api/jobs/{id} shows the job (result, error, or both for a cancelled one), the result left out past WEBHOOK_INLINE_RESULT_BYTES. */
 export function eventBody(end: JobEnd, config: Config): string {
   const url = `/api/jobs/${end.id}`;
   const data: Record<string, unknown> = { id: end.id, kind: end.name, state: end.state, url };
-  if (end.state === 'completed') {
+  // A cancelled job shows what it had done (its result) with its error, as GET does.
+  if (end.state !== 'failed') {
     const json = JSON.stringify(end.result ?? null);
     if (Buffer.byteLength(json) <= config.WEBHOOK_INLINE_RESULT_BYTES) data.result = end.result ?? null;
-  } else data.error = end.error;
+  }
+  if (end.state !== 'completed') data.error = end.error;
   return JSON.stringify({ type: `job.${end.state}`, timestamp: end.finishedAt, data });
 }
 

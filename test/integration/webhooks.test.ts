@@ -5,13 +5,27 @@
 import OpenAI from 'openai';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { announceJobEnd } from '../../src/jobs/define.js';
+import { z } from 'zod';
+import { AppError } from '../../src/errors.js';
+import { jobList } from '../../src/job-kinds.js';
+import { announceJobEnd, defineJob } from '../../src/jobs/define.js';
+import { byName } from '../../src/jobs/registry.js';
 import { HttpClient } from '../helpers/http.js';
 import { startTestApp, type TestApp } from '../helpers/services.js';
 import { startReceiver, type Receiver } from '../helpers/webhook-receiver.js';
 import { item } from '../shared/content-suite.js';
 
 const openai = new OpenAI({ apiKey: 'sk-unused' });
+
+/** A job kind that fails for good (not retried): its end is a job.failed event. */
+const failing = defineJob<never>()({
+  name: 'test.fail',
+  queue: 'content',
+  payload: z.object({}),
+  run: async () => {
+    throw new AppError(422, 'This job cannot succeed', { code: 'cannot' });
+  },
+});
 
 type Truthy<T> = Exclude<T, undefined | null | false | 0 | ''>;
 
@@ -31,7 +45,10 @@ describe('webhooks', () => {
   let bob: HttpClient;
   let receiver: Receiver;
   beforeAll(async () => {
-    t = await startTestApp({ env: { WEBHOOK_BACKOFF_MS: '50', WEBHOOK_BACKOFF_MAX_MS: '200', WEBHOOK_ATTEMPTS: '4', WEBHOOK_TIMEOUT_MS: '2000' } });
+    t = await startTestApp({
+      jobs: byName([...jobList, failing]),
+      env: { WEBHOOK_BACKOFF_MS: '50', WEBHOOK_BACKOFF_MAX_MS: '200', WEBHOOK_ATTEMPTS: '4', WEBHOOK_TIMEOUT_MS: '2000' },
+    });
     await t.root.post('/api/user/', { username: 'bob', password: 'bob-password' });
     bob = new HttpClient(t.url);
     await bob.login('bob', 'bob-password');
@@ -78,6 +95,23 @@ describe('webhooks', () => {
     await expect(openai.webhooks.unwrap(req!.body, req!.headers, `whsec_${Buffer.alloc(32, 1).toString('base64')}`)).rejects.toThrow();
     expect(() => new Webhook(`whsec_${Buffer.alloc(32, 1).toString('base64')}`).verify(req!.body, req!.headers)).toThrow();
     await bob.delete(`/api/webhooks/${id}`);
+  });
+
+  it('delivers job.failed with the error GET /api/jobs/{id} shows, and only to endpoints that take it', async () => {
+    const both = await endpoint('/failed', { event_types: ['job.failed'] });
+    const onlyCompleted = await endpoint('/completed-only', { event_types: ['job.completed'] });
+    const bobId = (await bob.get('/api/user/self')).body.data.id as number;
+    const jobId = await t.platform.jobs.enqueue('test.fail' as never, {} as never, { owner: bobId });
+    const [req] = await until('the delivery', () => requestsFor('/failed', jobId).length && requestsFor('/failed', jobId));
+    const event = new Webhook(both.secret).verify(req!.body, req!.headers) as { type: string; data: unknown };
+    const shown = (await bob.get(`/api/jobs/${jobId}`)).body;
+    expect(shown.state).toBe('failed');
+    expect(event).toMatchObject({ type: 'job.failed', data: { id: jobId, kind: 'test.fail', state: 'failed', error: shown.error } });
+    expect(shown.error).toMatchObject({ status: 422, code: 'cannot' });
+    await new Promise((r) => setTimeout(r, 300));
+    expect(requestsFor('/completed-only', jobId)).toHaveLength(0);
+    await bob.delete(`/api/webhooks/${both.id}`);
+    await bob.delete(`/api/webhooks/${onlyCompleted.id}`);
   });
 
   it('a receiver that fails twice (500) then succeeds gets the same webhook-id three times, and the log shows each attempt', async () => {
