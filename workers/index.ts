@@ -5,6 +5,7 @@ import { queueConcurrency, queueNames, type QueueName } from '../src/config.js';
 import { AppError, toAppError } from '../src/errors.js';
 import { queueHooks } from '../src/job-kinds.js';
 import { announceJobEnd, type JobContext, type QueueHooks } from '../src/jobs/define.js';
+import { CANCEL_REASON, cancelChannel, cancelledError, cancelRequested, isCancelled, JobCancelled } from '../src/jobs/cancel.js';
 import { OwnerSlots } from '../src/jobs/fairness.js';
 import type { JobEnd, JobKind, JobKinds } from '../src/jobs/registry.js';
 import {
@@ -24,7 +25,7 @@ import {
 } from '../src/jobs/wire.js';
 import { recordJob } from '../src/metrics.js';
 import type { Platform } from '../src/platform.js';
-import { createRedis, publishTo } from '../src/redis.js';
+import { createRedis, publishTo, subscribeTo } from '../src/redis.js';
 import { describeIssue } from '../src/validate.js';
 
 /**
@@ -92,10 +93,12 @@ export async function startWorkers(p: Platform, queues: readonly QueueName[]): P
   await Promise.all(workers.map((w) => w.waitUntilReady()));
   p.log.info({ queues: workers.map((w) => `${w.name}×${w.concurrency}`) }, 'workers started');
   const sweeper = startSweeper(p);
+  const cancels = await listenForCancels(p, workers);
   return {
     workers,
     async close(timeoutMs) {
       sweeper.stop();
+      cancels.disconnect();
       // Taking no more jobs from here on: readiness it announced goes first.
       for (const queue of queues) for (const hook of hooksOf(queue)) await hook.stop?.(p);
       const graceful = Promise.all(workers.map((w) => w.close()));
@@ -113,6 +116,21 @@ export async function startWorkers(p: Platform, queues: readonly QueueName[]): P
       await connection.quit().catch(() => connection.disconnect());
     },
   };
+}
+
+/**
+ * Cancels asked through the API (DELETE /api/jobs/{id}, from any API process) reach the worker running the job: every
+ * worker process hears them on one channel, and the one that runs the job aborts its signal (the others have nothing
+ * to abort). A job taken after the message went out sees its mark when it starts (runJob).
+ */
+async function listenForCancels(p: Platform, workers: Worker[]): Promise<{ disconnect(): void }> {
+  const sub = createRedis(p.config, 'worker', 'cancels', { subscriber: true });
+  await sub.connect();
+  await subscribeTo(sub, cancelChannel(p.keys), (jobId) => {
+    for (const w of workers)
+      if (w.cancelJob(jobId, CANCEL_REASON)) p.log.info({ jobId }, 'job cancelled through the API: its handler stops at its next safe point');
+  });
+  return { disconnect: () => sub.disconnect() };
 }
 
 /** The delay a kind declares (JobKind.retryDelay) before the next attempt; a kind that declares none retries at once. */
@@ -189,6 +207,8 @@ async function runJob(p: Platform, def: JobKind, job: Job<JobEnvelope>, signal?:
   const seconds = () => (performance.now() - started) / 1000;
   try {
     const ctx: JobContext = { job, platform: p, log, owner: job.data.owner ?? null, signal, token };
+    // Cancelled before it started here (the cancel came while it was being taken): it has done nothing.
+    if (await cancelRequested(p.redis, p.keys, job.id!)) throw new JobCancelled();
     const result = await def.run(parsed.data, ctx);
     // resultIn (src/jobs/registry.ts): a result that is private ('postgres') or large goes to job_results and
     // Redis (return value, reply) carries only its id. Serialised once, small or large.
@@ -205,12 +225,15 @@ async function runJob(p: Platform, def: JobKind, job: Job<JobEnvelope>, signal?:
     return stored ? ({ ...DELIVERED, resultRef: job.id! } satisfies ResultRef) : DELIVERED;
   } catch (raw) {
     if (raw instanceof UnrecoverableError || raw instanceof DelayedError) throw raw;
-    const err = toAppError(raw);
+    // Cancelled: stopped at a safe point with what it had done, or cut off by the cancel (a connection it closed).
+    const cancelled = raw instanceof JobCancelled || isCancelled(signal);
+    if (cancelled) await storeResult(p.db, job.id!, JSON.stringify(raw instanceof JobCancelled ? raw.done : null), resultTtlSeconds(p, job, true));
+    const err = cancelled ? cancelledError() : toAppError(raw);
     if (err.status >= 500 && !(raw instanceof AppError)) log.error({ err: raw }, 'job failed');
     const final = !err.retriable || job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
     recordJob(job.queueName, job.name, seconds(), 'failed', final);
     if (replyTo && final) await publishTo(p.redis, replyTo, JSON.stringify({ id: job.id!, error: err.toJSON() } satisfies DirectReply)).catch(() => {});
-    if (final) await announceJobEnd(p, jobEnd(job, 'failed', null, { status: err.status, message: err.message, code: err.code }));
+    if (final) await announceJobEnd(p, jobEnd(job, cancelled ? 'cancelled' : 'failed', null, { status: err.status, message: err.message, code: err.code }));
     const reason = encodeFailure(err);
     const wrapped = err.retriable ? new Error(reason) : new UnrecoverableError(reason);
     // Keep the original stack for Bull Board, under the encoded reason.
@@ -225,10 +248,15 @@ function jobEnd(job: Job<JobEnvelope>, state: JobEnd['state'], result: unknown, 
   return { id: id!, name, queue: queueName as QueueName, owner: job.data.owner ?? null, state, result, error, finishedAt: new Date().toISOString() };
 }
 
-/** A stored result lives as long as its job is kept (removeOnComplete's age), and at least a minute. */
-function resultTtlSeconds(p: Platform, job: Job<JobEnvelope>): number {
-  const keep = job.opts.removeOnComplete;
-  const age = typeof keep === 'object' && 'age' in keep && keep.age !== undefined ? keep.age : p.config.JOB_KEEP_COMPLETED_SECONDS;
+/** A stored result lives as long as its job is kept (removeOnComplete's age; a cancelled job's, removeOnFail's), and at least a minute. */
+function resultTtlSeconds(p: Platform, job: Job<JobEnvelope>, failed = false): number {
+  const keep = failed ? job.opts.removeOnFail : job.opts.removeOnComplete;
+  const age =
+    typeof keep === 'object' && 'age' in keep && keep.age !== undefined
+      ? keep.age
+      : failed
+        ? p.config.JOB_KEEP_FAILED_SECONDS
+        : p.config.JOB_KEEP_COMPLETED_SECONDS;
   return Math.max(age, 60);
 }
 

@@ -1,4 +1,5 @@
-// The jobs API: your jobs (keyset pages), one job, its server-sent events, and the admins' ping through a queue.
+// The jobs API: your jobs (keyset pages), one job, cancelling and retrying it, its server-sent events, and the admins'
+// ping through a queue.
 // Each endpoint is declared (route.ts): auth and parsing are enforced before its handler runs; the work is the jobs
 // service's (src/logs/jobs-service.ts, over the job index that src/logs keeps).
 import { z } from 'zod';
@@ -45,7 +46,46 @@ const one = endpoint(
     auth: 'user',
     responses: { 200: ok('the job', jobView), 404: ok('unknown, expired or not yours', plainError) },
   },
-  async (_ctx, { p, principal, path }) => p.jobs.view(await jobs.visibleJob(p, principal.user, path.id)),
+  (_ctx, { p, principal, path }) => jobs.viewJob(p, principal.user, path.id),
+);
+
+const cancel = endpoint(
+  {
+    method: 'delete',
+    path: '/api/jobs/:id',
+    summary:
+      'Cancel a job you submitted (admins: those of users below their role; root: any): a waiting or delayed job is removed and reads cancelled; a running one stops at its next safe point and reads cancelled with what it had done',
+    auth: 'user',
+    responses: {
+      200: ok('cancelled: the job as it now reads', jobView),
+      202: ok('running: told to stop, not stopped yet (poll GET /api/jobs/{id})', jobView),
+      404: ok('unknown, expired or not yours', plainError),
+      409: ok('the job has already ended (completed, failed or cancelled)', plainError),
+    },
+  },
+  async (ctx, { p, principal, path }) => {
+    const { status, job } = await jobs.cancelJob(p, principal.user, path.id);
+    ctx.status = status;
+    return job;
+  },
+);
+
+const retry = endpoint(
+  {
+    method: 'post',
+    path: '/api/jobs/:id/retry',
+    summary: 'Run a failed job of yours again: same id and payload, attempts counted from zero (an audit row says so)',
+    auth: 'user',
+    idempotent: true,
+    responses: {
+      200: ok('queued again: the job as it now reads', jobView),
+      403: ok('not your job', plainError),
+      404: ok('unknown, expired or not visible to you', plainError),
+      409: ok('the job is not failed (cancelled jobs are not retried)', plainError),
+      410: ok('its stored payload is gone: submit it again', plainError),
+    },
+  },
+  (_ctx, { p, principal, path }) => jobs.retryJob(p, principal.user, path.id),
 );
 
 const events = endpoint(
@@ -73,4 +113,4 @@ const events = endpoint(
   },
 );
 
-export const jobsRouter = (p: Platform): ApiRouter => new ApiRouter('Jobs', p).add(list, ping, one, events);
+export const jobsRouter = (p: Platform): ApiRouter => new ApiRouter('Jobs', p).add(list, ping, one, cancel, retry, events);

@@ -11,6 +11,7 @@ import type { Redis } from '../redis.js';
 import type { Secrets } from '../secrets.js';
 import { createRedis, redisKeys, subscribeTo, waitForReplica } from '../redis.js';
 import { withTimeout } from '../timeout.js';
+import { CANCELLED_CODE } from './cancel.js';
 import type { JobEndListener, JobKind, JobKinds, JobRegistry, NameIn, PayloadIn, ResultIn } from './registry.js';
 import {
   decodeFailure,
@@ -26,7 +27,7 @@ import {
   type JobEnvelope,
 } from './wire.js';
 
-export const jobStates = ['waiting', 'active', 'delayed', 'completed', 'failed'] as const;
+export const jobStates = ['waiting', 'active', 'delayed', 'completed', 'failed', 'cancelled'] as const;
 export type JobState = (typeof jobStates)[number];
 
 /** A job as the API shows it. */
@@ -46,8 +47,10 @@ export const jobView = z.object({
 export type JobView = z.infer<typeof jobView>;
 
 /** A job's view without its result, for a state already read (what a listing shows of each job). */
-export function jobStatus(job: Job<JobEnvelope>, state: JobState): Omit<JobView, 'result'> {
-  const failed = state === 'failed' ? decodeFailure(job.failedReason) : null;
+export function jobStatus(job: Job<JobEnvelope>, raw: JobState): Omit<JobView, 'result'> {
+  const failed = raw === 'failed' ? decodeFailure(job.failedReason) : null;
+  // A job cancelled while it ran ends failed in BullMQ, with the cancel's code (src/jobs/cancel.ts).
+  const state: JobState = failed?.code === CANCELLED_CODE ? 'cancelled' : raw;
   return {
     id: job.id!,
     queue: job.queueName as QueueName,
@@ -372,7 +375,11 @@ export class JobClient<K extends JobKinds = JobRegistry> {
     const state = STATE_MAP[raw] ?? 'waiting';
     // The job may have finished between loading it and reading its state: then reload its data.
     if ((state === 'completed' || state === 'failed') && !job.finishedOn) job = (await this.getJob(job.id!)) ?? job;
-    return { ...jobStatus(job, state), result: state === 'completed' ? await this.shownResult(job) : null };
+    const status = jobStatus(job, state);
+    // A cancelled job shows what it had done when it stopped (kept in job_results by the worker).
+    const result =
+      status.state === 'completed' ? await this.shownResult(job) : status.state === 'cancelled' ? ((await loadResult(this.db, job.id!)) ?? null) : null;
+    return { ...status, result };
   }
 
   async close(): Promise<void> {

@@ -132,6 +132,11 @@ export function adminActionEntry(actor: Actor, what: string, extra: Partial<LogE
   return { type: LOG_TYPE.manage, userId: actor.id, username: actor.username, ...extra, content: redact(`${what} by ${who(actor)}`) };
 }
 
+/** A user's action on one of their jobs (a retry): a manage row on the user. */
+export function jobActionEntry(actor: Actor, what: string): LogEntry {
+  return { type: LOG_TYPE.manage, userId: actor.id, username: actor.username, content: redact(`${what} by ${who(actor)}`) };
+}
+
 /** Seen by the system, nobody's action (user 0). */
 export function systemEntry(content: string, extra: Partial<LogEntry> = {}): LogEntry {
   return { type: LOG_TYPE.system, userId: 0, username: '', ...extra, content: redact(content), createdAt: extra.createdAt ?? nowSeconds() };

@@ -3,6 +3,7 @@ import { ImapFlow, type FetchMessageObject, type ImapFlowOptions, type MailboxOb
 import { simpleParser, type AddressObject, type ParsedMail } from 'mailparser';
 import type { Platform } from '../platform.js';
 import { AppError } from '../errors.js';
+import { isCancelled, stopIfCancelled } from '../jobs/cancel.js';
 import { OutboundRefusedError, outboundPolicy, type Vetted } from '../outbound.js';
 import { accessToken, forgetAccessToken } from './oauth.js';
 import type { Address, MailboxName } from './schema.js';
@@ -110,7 +111,7 @@ function greetingWatch(onAlien: () => void) {
   return { trace: see, debug: see, info: see, warn: see, error: see, fatal: see };
 }
 
-async function login(p: Platform, account: MailAccount, fresh: boolean): Promise<ImapFlow> {
+async function login(p: Platform, account: MailAccount, fresh: boolean, signal?: AbortSignal): Promise<ImapFlow> {
   const target = await mailTarget(p, 'imap.host', account.imap.host);
   let auth: { user: string; pass?: string; accessToken?: string };
   if (account.auth.type === 'password') auth = { user: account.email, pass: account.auth.password };
@@ -128,6 +129,8 @@ async function login(p: Platform, account: MailAccount, fresh: boolean): Promise
       setImmediate(() => client.close());
     }),
   });
+  // A cancelled job (src/jobs/cancel.ts) drops its connection wherever it is: connecting, or waiting on a slow server.
+  signal?.addEventListener('abort', () => isCancelled(signal) && client.close(), { once: true });
   // Without a listener an 'error' event after connect would crash the process.
   client.on('error', (err: Error) => p.log.debug({ err, account: account.id }, 'imap connection error'));
   try {
@@ -153,14 +156,15 @@ const notImapServer = (account: MailAccount) =>
  * Runs `fn` in one IMAP session and always logs out (or drops the socket). An OAuth2 account
  * whose cached access token is refused gets one retry with a freshly granted token.
  */
-export async function withImap<T>(p: Platform, account: MailAccount, fn: (client: ImapFlow) => Promise<T>): Promise<T> {
+export async function withImap<T>(p: Platform, account: MailAccount, fn: (client: ImapFlow) => Promise<T>, signal?: AbortSignal): Promise<T> {
   let client: ImapFlow;
+  stopIfCancelled(signal);
   try {
-    client = await login(p, account, false);
+    client = await login(p, account, false, signal);
   } catch (err) {
     if (account.auth.type !== 'oauth2' || !(err as { authenticationFailed?: boolean }).authenticationFailed) throw mailServerError(err, 'IMAP server');
     try {
-      client = await login(p, account, true);
+      client = await login(p, account, true, signal);
     } catch (again) {
       throw mailServerError(again, 'IMAP server');
     }

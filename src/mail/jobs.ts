@@ -22,7 +22,7 @@ export const mailFetch = defineJob<FetchResult>()({
   resultIn: 'postgres',
   options: MAIL_OPTIONS,
   ownerConcurrency: perUser,
-  run: async (payload, { platform, owner }) => (await ops()).fetchOp(platform, owner, payload),
+  run: async (payload, { platform, owner, signal }) => (await ops()).fetchOp(platform, owner, payload, signal),
 });
 export const mailPurge = defineJob<PurgeResult>()({
   name: 'mail.purge',
@@ -40,7 +40,7 @@ export const mailCode = defineJob<CodeResult>()({
   resultIn: 'postgres',
   options: MAIL_OPTIONS,
   ownerConcurrency: perUser,
-  run: async (payload, { platform, owner }) => (await ops()).codeOp(platform, owner, payload),
+  run: async (payload, { platform, owner, signal }) => (await ops()).codeOp(platform, owner, payload, signal),
 });
 /** Sends are recorded by job id, so a retried job does not send twice. The message (its bodies) is kept in Postgres. */
 export const mailSend = defineJob<SendResult>()({
@@ -51,7 +51,7 @@ export const mailSend = defineJob<SendResult>()({
   resultIn: 'postgres',
   ownerConcurrency: perUser,
   options: { attempts: 3, backoff: { type: 'exponential', delay: 2_000, jitter: 0.5 } },
-  run: async (payload, { platform, owner, job }) => (await ops()).sendOp(platform, owner, job.id!, payload),
+  run: async (payload, { platform, owner, job, signal }) => (await ops()).sendOp(platform, owner, job.id!, payload, signal),
 });
 
 /** Every job of the area: the composition root (src/job-kinds.ts) lists them. */

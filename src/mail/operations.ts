@@ -4,6 +4,7 @@ import type { Platform } from '../platform.js';
 import { getUser } from '../accounts/store.js';
 import { ROLE, USER_STATUS } from '../accounts/schema.js';
 import { AppError, forbidden, toAppError } from '../errors.js';
+import { stopIfCancelled } from '../jobs/cancel.js';
 import { extractCode, extractCodeAsync } from './codes.js';
 import { deleteAll, fetchMessages, listUids, mailboxPath, uidNextOf, waitForInbox, withImap } from './imap.js';
 import { withMailboxLock } from './lock.js';
@@ -67,48 +68,57 @@ function snippet(text: string | null): string {
   return (text ?? '').replace(/\s+/g, ' ').trim().slice(0, 200);
 }
 
-export async function fetchOp(p: Platform, owner: number | null, job: z.output<typeof fetchPayload>): Promise<FetchResult> {
+export async function fetchOp(p: Platform, owner: number | null, job: z.output<typeof fetchPayload>, signal?: AbortSignal): Promise<FetchResult> {
   const { accountId, mailbox } = job;
   let email = '';
   const messages = await onAccount(p, owner, accountId, LOCK_WAIT_MS, (account) => {
     email = account.email;
-    return readMessages(p, account, job);
+    return readMessages(p, account, job, signal);
   });
   return job.newest ? { email, mailbox, message: messages[0] ?? null } : { email, mailbox, messages };
 }
 
-async function readMessages(p: Platform, account: store.MailAccount, job: z.output<typeof fetchPayload>): Promise<MailMessage[]> {
+/** Read only: a cancel (signal) closes the IMAP connection wherever it is, and nothing is stored after it. */
+async function readMessages(p: Platform, account: store.MailAccount, job: z.output<typeof fetchPayload>, signal?: AbortSignal): Promise<MailMessage[]> {
   const { accountId, mailbox } = job;
-  return withImap(p, account, async (client) => {
-    const path = await mailboxPath(client, mailbox);
-    if (!path) return [];
-    const filter = { limit: job.limit, since: job.since, from: job.from, subject: job.subject };
+  return withImap(
+    p,
+    account,
+    async (client) => {
+      const path = await mailboxPath(client, mailbox);
+      stopIfCancelled(signal);
+      if (!path) return [];
+      const filter = { limit: job.limit, since: job.since, from: job.from, subject: job.subject };
 
-    if (job.mode === 'preview') {
-      const f = await fetchMessages(client, path, { ...filter, preview: true });
-      const messages = f.messages.map((m): MailMessage => {
-        const row = { ...m, id: store.messageKey(accountId, mailbox, f.uidValidity, m.uid), account_id: accountId, mailbox, uidvalidity: f.uidValidity };
-        return { ...store.toMessage(row), text: null, html: null, snippet: snippet(m.text) };
-      });
-      return messages;
-    }
+      if (job.mode === 'preview') {
+        const f = await fetchMessages(client, path, { ...filter, preview: true });
+        const messages = f.messages.map((m): MailMessage => {
+          const row = { ...m, id: store.messageKey(accountId, mailbox, f.uidValidity, m.uid), account_id: accountId, mailbox, uidvalidity: f.uidValidity };
+          return { ...store.toMessage(row), text: null, html: null, snippet: snippet(m.text) };
+        });
+        return messages;
+      }
 
-    if (job.mode === 'fast') {
-      // Bring the stored copy up to date (drop what vanished, add what is new), then answer from it.
-      const { uidValidity, uids } = await listUids(client, path);
-      await store.dropVanished(p.db, accountId, mailbox, uidValidity, uids);
-      const stored = await store.storedUids(p.db, accountId, mailbox, uidValidity);
-      const newest = stored.reduce((a, b) => Math.max(a, b), 0);
-      const f = stored.length ? await fetchMessages(client, path, { limit: FAST_FETCH_MAX, afterUid: newest }) : await fetchMessages(client, path, filter);
-      await store.storeMessages(p.db, accountId, mailbox, f.uidValidity, f.messages);
-      const rows = await store.queryStored(p.db, accountId, mailbox, uidValidity, filter);
+      if (job.mode === 'fast') {
+        // Bring the stored copy up to date (drop what vanished, add what is new), then answer from it.
+        const { uidValidity, uids } = await listUids(client, path);
+        await store.dropVanished(p.db, accountId, mailbox, uidValidity, uids);
+        const stored = await store.storedUids(p.db, accountId, mailbox, uidValidity);
+        const newest = stored.reduce((a, b) => Math.max(a, b), 0);
+        const f = stored.length ? await fetchMessages(client, path, { limit: FAST_FETCH_MAX, afterUid: newest }) : await fetchMessages(client, path, filter);
+        stopIfCancelled(signal);
+        await store.storeMessages(p.db, accountId, mailbox, f.uidValidity, f.messages);
+        const rows = await store.queryStored(p.db, accountId, mailbox, uidValidity, filter);
+        return rows.map(store.toMessage);
+      }
+
+      const f = await fetchMessages(client, path, filter);
+      stopIfCancelled(signal);
+      const rows = await store.storeMessages(p.db, accountId, mailbox, f.uidValidity, f.messages);
       return rows.map(store.toMessage);
-    }
-
-    const f = await fetchMessages(client, path, filter);
-    const rows = await store.storeMessages(p.db, accountId, mailbox, f.uidValidity, f.messages);
-    return rows.map(store.toMessage);
-  });
+    },
+    signal,
+  );
 }
 
 export async function purgeOp(p: Platform, owner: number | null, job: z.output<typeof purgePayload>): Promise<PurgeResult> {
@@ -129,12 +139,14 @@ export async function purgeOp(p: Platform, owner: number | null, job: z.output<t
  * a retry after success answers from the record. A worker that dies mid-send leaves a 'sending'
  * record; the retry sends again with the same Message-ID (at least once, recognisable).
  */
-export async function sendOp(p: Platform, owner: number | null, jobId: string, job: z.output<typeof sendPayload>): Promise<SendResult> {
+export async function sendOp(p: Platform, owner: number | null, jobId: string, job: z.output<typeof sendPayload>, signal?: AbortSignal): Promise<SendResult> {
   const account = await loadAccount(p, job.accountId, owner);
   const domain = account.email.split('@')[1] ?? 'switchyard.local';
   const record = await store.beginSend(p.db, jobId, account.id, `<${jobId}@${domain}>`);
   if (record.status === 'sent' && record.result_json) return JSON.parse(record.result_json) as SendResult;
   return onAccount(p, owner, job.accountId, LOCK_WAIT_MS, async (acct) => {
+    // The last safe point: a send once started is never cut half way.
+    stopIfCancelled(signal);
     const result = await sendMail(p, acct, {
       to: job.to,
       cc: job.cc,
@@ -158,11 +170,11 @@ export function warmUp(): void {
  * The code of the newest matching message in INBOX and Junk. With `wait`, keeps watching — IDLE
  * on INBOX, a look at Junk every two seconds — until a new message with a code arrives.
  */
-export async function codeOp(p: Platform, owner: number | null, job: z.output<typeof codePayload>): Promise<CodeResult> {
+export async function codeOp(p: Platform, owner: number | null, job: z.output<typeof codePayload>, signal?: AbortSignal): Promise<CodeResult> {
   let email = '';
   const found = await onAccount(p, owner, job.accountId, LOCK_WAIT_MS, (account) => {
     email = account.email;
-    return findCode(p, account, job);
+    return findCode(p, account, job, signal);
   });
   // None found is what the call answers (404), not a failure of the account: outside onAccount, so last_error keeps its meaning.
   if (!found) throw new AppError(404, 'No verification code found', { code: 'no_code', retriable: false });
@@ -171,51 +183,57 @@ export async function codeOp(p: Platform, owner: number | null, job: z.output<ty
 
 type Found = Omit<CodeResult, 'email'> & { when: number };
 
-async function findCode(p: Platform, account: store.MailAccount, job: z.output<typeof codePayload>): Promise<Found | null> {
+async function findCode(p: Platform, account: store.MailAccount, job: z.output<typeof codePayload>, signal?: AbortSignal): Promise<Found | null> {
   const { accountId } = job;
-  return withImap(p, account, async (client) => {
-    const folders: { mailbox: MailboxName; path: string }[] = [{ mailbox: 'INBOX', path: 'INBOX' }];
-    const junk = await mailboxPath(client, 'Junk');
-    if (junk) folders.push({ mailbox: 'Junk', path: junk });
-    // Read where each folder ends before looking, so nothing arriving meanwhile is missed.
-    const next = new Map<string, number>();
-    for (const f of folders) next.set(f.path, await uidNextOf(client, f.path));
+  return withImap(
+    p,
+    account,
+    async (client) => {
+      const folders: { mailbox: MailboxName; path: string }[] = [{ mailbox: 'INBOX', path: 'INBOX' }];
+      const junk = await mailboxPath(client, 'Junk');
+      if (junk) folders.push({ mailbox: 'Junk', path: junk });
+      // Read where each folder ends before looking, so nothing arriving meanwhile is missed.
+      const next = new Map<string, number>();
+      for (const f of folders) next.set(f.path, await uidNextOf(client, f.path));
 
-    const scan = async (mailbox: MailboxName, path: string, afterUid?: number): Promise<Found | null> => {
-      const f = await fetchMessages(client, path, { limit: CODE_SCAN, since: job.since, from: job.from, subject: job.subject, afterUid });
-      const rows = await store.storeMessages(p.db, accountId, mailbox, f.uidValidity, f.messages);
-      for (const r of rows.map(store.toMessage)) {
-        const found = await extractCodeAsync({ subject: r.subject, text: r.text, html: r.html });
-        if (found)
-          return {
-            code: found.code,
-            message: { id: r.id, mailbox, from: r.from, subject: r.subject, date: r.date },
-            source: found.source,
-            keyword: found.keyword,
-            when: r.date ? Date.parse(r.date) : 0,
-          };
+      const scan = async (mailbox: MailboxName, path: string, afterUid?: number): Promise<Found | null> => {
+        const f = await fetchMessages(client, path, { limit: CODE_SCAN, since: job.since, from: job.from, subject: job.subject, afterUid });
+        const rows = await store.storeMessages(p.db, accountId, mailbox, f.uidValidity, f.messages);
+        for (const r of rows.map(store.toMessage)) {
+          const found = await extractCodeAsync({ subject: r.subject, text: r.text, html: r.html });
+          if (found)
+            return {
+              code: found.code,
+              message: { id: r.id, mailbox, from: r.from, subject: r.subject, date: r.date },
+              source: found.source,
+              keyword: found.keyword,
+              when: r.date ? Date.parse(r.date) : 0,
+            };
+        }
+        return null;
+      };
+
+      let best: Found | null = null;
+      for (const f of folders) {
+        const found = await scan(f.mailbox, f.path);
+        if (found && (!best || found.when > best.when)) best = found;
+      }
+      if (best) return best;
+
+      const deadline = Date.now() + job.wait * 1000;
+      while (Date.now() < deadline) {
+        stopIfCancelled(signal);
+        await waitForInbox(client, Math.min(2_000, deadline - Date.now()));
+        for (const f of folders) {
+          const uidNext = await uidNextOf(client, f.path);
+          if (uidNext <= next.get(f.path)!) continue;
+          const found = await scan(f.mailbox, f.path, next.get(f.path)! - 1);
+          next.set(f.path, uidNext);
+          if (found) return found;
+        }
       }
       return null;
-    };
-
-    let best: Found | null = null;
-    for (const f of folders) {
-      const found = await scan(f.mailbox, f.path);
-      if (found && (!best || found.when > best.when)) best = found;
-    }
-    if (best) return best;
-
-    const deadline = Date.now() + job.wait * 1000;
-    while (Date.now() < deadline) {
-      await waitForInbox(client, Math.min(2_000, deadline - Date.now()));
-      for (const f of folders) {
-        const uidNext = await uidNextOf(client, f.path);
-        if (uidNext <= next.get(f.path)!) continue;
-        const found = await scan(f.mailbox, f.path, next.get(f.path)! - 1);
-        next.set(f.path, uidNext);
-        if (found) return found;
-      }
-    }
-    return null;
-  });
+    },
+    signal,
+  );
 }

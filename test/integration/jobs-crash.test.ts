@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HttpClient } from '../helpers/http.js';
 import { createTestEnv, type TestEnv } from '../helpers/services.js';
 import { spawnEntry, spawnServer, type Spawned } from '../helpers/spawn.js';
+import { until } from '../helpers/until.js';
 import { item } from '../shared/content-suite.js';
 
 let env: TestEnv;
@@ -28,16 +29,6 @@ async function startWorker(): Promise<Spawned> {
 
 const pidOf = (processedBy: string | undefined) => Number(processedBy?.split(':').at(-1));
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function until<T>(what: string, read: () => Promise<T>, ok: (v: T) => boolean, timeoutMs = 60_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await read();
-    if (ok(v)) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}: ${JSON.stringify(v)}`);
-    await sleep(50);
-  }
-}
 
 async function finished(jobId: string) {
   return until(

@@ -925,7 +925,7 @@ export interface paths {
                     limit?: number;
                     name?: string;
                     queue?: "content" | "embeddings" | "mail" | "webhooks" | "schedules";
-                    state?: "waiting" | "active" | "delayed" | "completed" | "failed";
+                    state?: "waiting" | "active" | "delayed" | "completed" | "failed" | "cancelled";
                     user?: number;
                 };
                 header?: never;
@@ -956,7 +956,7 @@ export interface paths {
                                 /** @enum {string} */
                                 queue: "content" | "embeddings" | "mail" | "webhooks" | "schedules";
                                 /** @enum {string} */
-                                state: "waiting" | "active" | "delayed" | "completed" | "failed";
+                                state: "waiting" | "active" | "delayed" | "completed" | "failed" | "cancelled";
                                 statusUrl: string;
                             }[];
                             nextCursor: string | null;
@@ -1039,7 +1039,7 @@ export interface paths {
                             queue: "content" | "embeddings" | "mail" | "webhooks" | "schedules";
                             result: unknown;
                             /** @enum {string} */
-                            state: "waiting" | "active" | "delayed" | "completed" | "failed";
+                            state: "waiting" | "active" | "delayed" | "completed" | "failed" | "cancelled";
                         };
                     };
                 };
@@ -1063,7 +1063,97 @@ export interface paths {
         };
         put?: never;
         post?: never;
-        delete?: never;
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            attempts: number;
+                            createdAt: string;
+                            error: {
+                                code?: string;
+                                message: string;
+                                status: number;
+                            } | null;
+                            finishedAt: string | null;
+                            id: string;
+                            name: string;
+                            processedAt: string | null;
+                            progress: unknown;
+                            /** @enum {string} */
+                            queue: "content" | "embeddings" | "mail" | "webhooks" | "schedules";
+                            result: unknown;
+                            /** @enum {string} */
+                            state: "waiting" | "active" | "delayed" | "completed" | "failed" | "cancelled";
+                        };
+                    };
+                };
+                202: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            attempts: number;
+                            createdAt: string;
+                            error: {
+                                code?: string;
+                                message: string;
+                                status: number;
+                            } | null;
+                            finishedAt: string | null;
+                            id: string;
+                            name: string;
+                            processedAt: string | null;
+                            progress: unknown;
+                            /** @enum {string} */
+                            queue: "content" | "embeddings" | "mail" | "webhooks" | "schedules";
+                            result: unknown;
+                            /** @enum {string} */
+                            state: "waiting" | "active" | "delayed" | "completed" | "failed" | "cancelled";
+                        };
+                    };
+                };
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                        };
+                    };
+                };
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                        };
+                    };
+                };
+            };
+        };
         options?: never;
         head?: never;
         patch?: never;
@@ -1113,6 +1203,121 @@ export interface paths {
         };
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/jobs/{id}/retry": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post: {
+            parameters: {
+                query?: never;
+                header?: {
+                    /** @description Makes the request safe to send again: the same key from the same user with the same request (method, path, query, body) within IDEMPOTENCY_TTL_SECONDS (24 h) answers what the first one answered, with `Idempotent-Replayed: true`, and does nothing again. 1-255 printable ASCII characters, bare or quoted (RFC 8941 string). */
+                    "Idempotency-Key"?: string;
+                };
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            attempts: number;
+                            createdAt: string;
+                            error: {
+                                code?: string;
+                                message: string;
+                                status: number;
+                            } | null;
+                            finishedAt: string | null;
+                            id: string;
+                            name: string;
+                            processedAt: string | null;
+                            progress: unknown;
+                            /** @enum {string} */
+                            queue: "content" | "embeddings" | "mail" | "webhooks" | "schedules";
+                            result: unknown;
+                            /** @enum {string} */
+                            state: "waiting" | "active" | "delayed" | "completed" | "failed" | "cancelled";
+                        };
+                    };
+                };
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                        };
+                    };
+                };
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                        };
+                    };
+                };
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                        };
+                    };
+                };
+                410: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: string;
+                        };
+                    };
+                };
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+            };
+        };
         delete?: never;
         options?: never;
         head?: never;

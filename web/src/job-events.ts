@@ -72,4 +72,6 @@ export async function jobCall<T>(path: string, body: unknown, onJob?: (id: strin
 
 /** A job state in people's words. */
 export const jobStateKey = (state: string): MessageKey =>
-  (['waiting', 'active', 'delayed', 'completed', 'failed', 'sending'].includes(state) ? `jobs.state.${state}` : 'jobs.state.waiting') as MessageKey;
+  (['waiting', 'active', 'delayed', 'completed', 'failed', 'cancelled', 'sending'].includes(state)
+    ? `jobs.state.${state}`
+    : 'jobs.state.waiting') as MessageKey;

@@ -1,6 +1,6 @@
 // Jobs: the caller's jobs with live state and progress (server-sent events), their results and errors; admins get Bull Board.
 import { useEffect, useState } from 'preact/hooks';
-import { describeError, get, query } from '../api';
+import { del, describeError, get, post, query } from '../api';
 import { DataTable } from '../data-table';
 import { SelectField } from '../form';
 import { fmtDate } from '../format';
@@ -11,11 +11,14 @@ import type { Job, JobPage, JobSummary } from '../types';
 import { Badge, Empty, ErrorNote, Loading, Page, type Tone, useAction } from '../ui';
 
 const QUEUES = ['content', 'embeddings', 'mail'];
-const STATES = ['waiting', 'active', 'delayed', 'completed', 'failed'];
+const STATES = ['waiting', 'active', 'delayed', 'completed', 'failed', 'cancelled'];
+/** States a job can still be cancelled in (DELETE /api/jobs/{id}); a failed one can be retried. */
+const CANCELLABLE = ['waiting', 'active', 'delayed'];
 const LIVE_LIMIT = 10;
 const ALL = () => ({ value: '', label: t('common.all') });
 
 const tone = (state: string): Tone => (state === 'completed' ? 'ok' : state === 'failed' ? 'bad' : state === 'active' ? 'info' : 'muted');
+const isOver = (state: string) => state === 'completed' || state === 'failed' || state === 'cancelled';
 
 function progressOf(p: unknown): number | null {
   if (typeof p === 'number') return Math.max(0, Math.min(100, p));
@@ -42,9 +45,20 @@ export default function JobsPage() {
     void load(false);
   }, [queue, state]);
 
+  const replace = (job: Job) => setJobs((list) => list?.map((j) => (j.id === job.id ? { ...j, ...job } : j)) ?? null);
+  const cancel = (j: JobSummary) =>
+    action.runIfConfirmed({ title: t('jobs.cancelTitle'), message: t('jobs.cancelText', { name: j.name }), confirmLabel: t('jobs.cancel') }, async () =>
+      replace(await del<Job>(`/api/jobs/${encodeURIComponent(j.id)}`)),
+    );
+  const retry = (j: JobSummary) =>
+    action.runIfConfirmed(
+      { title: t('jobs.retryTitle'), message: t('jobs.retryText', { name: j.name }), confirmLabel: t('jobs.retry'), danger: false },
+      async () => replace(await post<Job>(`/api/jobs/${encodeURIComponent(j.id)}/retry`)),
+    );
+
   // Unfinished jobs are followed live: their state, progress and end arrive over their event streams.
   const unfinished = (jobs ?? [])
-    .filter((j) => j.state !== 'completed' && j.state !== 'failed')
+    .filter((j) => !isOver(j.state))
     .slice(0, LIVE_LIMIT)
     .map((j) => j.id);
   const liveKey = unfinished.join(',');
@@ -129,11 +143,24 @@ export default function JobsPage() {
             { head: t('jobs.attempts'), num: true, cell: (j) => j.attempts },
             { head: t('jobs.created'), cell: (j) => fmtDate(j.createdAt) },
             { head: t('jobs.finished'), cell: (j) => fmtDate(j.finishedAt) || '—' },
+            {
+              head: t('jobs.actions'),
+              cell: (j) =>
+                CANCELLABLE.includes(j.state) ? (
+                  <button type="button" class="small" disabled={action.busy} onClick={() => void cancel(j)}>
+                    {t('jobs.cancel')}
+                  </button>
+                ) : j.state === 'failed' ? (
+                  <button type="button" class="small" disabled={action.busy} onClick={() => void retry(j)}>
+                    {t('jobs.retry')}
+                  </button>
+                ) : null,
+            },
           ]}
           after={(j) =>
             openId === j.id && (
               <tr class="detail">
-                <td colSpan={7}>
+                <td colSpan={8}>
                   <JobDetail id={j.id} />
                 </td>
               </tr>

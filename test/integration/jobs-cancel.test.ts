@@ -1,0 +1,171 @@
+// DELETE /api/jobs/{id} and POST /api/jobs/{id}/retry (issue 24, part 2), against real Postgres and Redis, with the
+// worker in another process: a cancel from the API reaches it over Redis.
+import net from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { HttpClient } from '../helpers/http.js';
+import { startTestApp, type TestApp } from '../helpers/services.js';
+import { spawnEntry, type Spawned } from '../helpers/spawn.js';
+import { until } from '../helpers/until.js';
+import { item } from '../shared/content-suite.js';
+
+let t: TestApp;
+let worker: Spawned;
+let bob: HttpClient;
+let carol: HttpClient;
+
+/** An IMAP server that greets and then never answers a command: a fetch against it stays active until cut. */
+async function slowImap() {
+  const sockets: { closed: boolean }[] = [];
+  const server = net.createServer((s) => {
+    const entry = { closed: false };
+    sockets.push(entry);
+    s.write('* OK IMAP4rev1 slow server ready\r\n');
+    s.on('error', () => {});
+    s.on('close', () => {
+      entry.closed = true;
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return { port: (server.address() as net.AddressInfo).port, sockets, close: () => server.close() };
+}
+
+async function user(name: string): Promise<HttpClient> {
+  await t.root.post('/api/user/', { username: name, password: `${name}-password` });
+  const c = new HttpClient(t.url);
+  await c.login(name, `${name}-password`);
+  return c;
+}
+
+const jobOf = (c: HttpClient, id: string) => c.get(`/api/jobs/${id}`);
+
+beforeAll(async () => {
+  // The API in this process, no workers here: the one worker is another process.
+  t = await startTestApp({ workers: false, env: { MAIL_TIMEOUT_MS: '120000', MAIL_USER_CONCURRENCY: '1', SYNC_WAIT_MS: '500' } });
+  worker = spawnEntry('worker', [], { ...t.testEnv.env, MAIL_TIMEOUT_MS: '120000', MAIL_USER_CONCURRENCY: '1', LOG_LEVEL: 'info' });
+  await worker.waitFor(/workers started/);
+  bob = await user('bob');
+  carol = await user('carol');
+}, 120_000);
+
+afterAll(async () => {
+  await worker?.stop('SIGKILL');
+  await t?.close();
+});
+
+describe('DELETE /api/jobs/{id}', () => {
+  it('cancels a mail fetch running in the worker process (waiting on a slow IMAP server) and a waiting one (removed); both read cancelled, in the list too', async () => {
+    const imap = await slowImap();
+    try {
+      const email = 'slow@example.test';
+      const add = await bob.post('/api/mail/accounts', {
+        email,
+        auth: { type: 'password', password: 'x' },
+        imap: { host: '127.0.0.1', port: imap.port, secure: false },
+      });
+      expect(add.status, add.text).toBe(201);
+      const first = (await bob.post('/api/mail-new', { email }, { prefer: 'respond-async' })).body.jobId as string;
+      await until(
+        'the fetch to be active and connected',
+        async () => ((await jobOf(bob, first)).body.state === 'active' ? imap.sockets.length : 0),
+        (n) => n > 0,
+      );
+      // Bob's second fetch waits for his one mail slot (MAIL_USER_CONCURRENCY=1).
+      const second = (await bob.post('/api/mail-new', { email }, { prefer: 'respond-async' })).body.jobId as string;
+      await until(
+        'the second job to wait',
+        async () => (await jobOf(bob, second)).body.state,
+        (s) => s === 'waiting' || s === 'delayed',
+      );
+
+      // Another user cannot see, so cannot cancel, bob's jobs.
+      expect((await carol.delete(`/api/jobs/${second}`)).status).toBe(404);
+
+      const waiting = await bob.delete(`/api/jobs/${second}`);
+      expect(waiting.status, waiting.text).toBe(200);
+      expect(waiting.body).toMatchObject({ id: second, state: 'cancelled', error: { code: 'job_cancelled' } });
+      expect(await t.platform.jobs.getJob(second)).toBeUndefined();
+      expect((await jobOf(bob, second)).body).toMatchObject({ state: 'cancelled' });
+
+      const running = await bob.delete(`/api/jobs/${first}`);
+      expect([200, 202], running.text).toContain(running.status);
+      const done = await until(
+        'the fetch to stop',
+        async () => (await jobOf(bob, first)).body,
+        (b) => b.state !== 'active',
+      );
+      expect(done).toMatchObject({ state: 'cancelled', error: { code: 'job_cancelled' }, result: null });
+      expect(worker.output()).toMatch(/job cancelled through the API/);
+
+      const listed = (await bob.get('/api/jobs?state=cancelled')).body.jobs.map((j: { id: string }) => j.id);
+      expect(listed).toEqual(expect.arrayContaining([first, second]));
+      // Over: a second cancel is a 409, for both.
+      expect((await bob.delete(`/api/jobs/${first}`)).status).toBe(409);
+      expect((await bob.delete(`/api/jobs/${second}`)).status).toBe(409);
+    } finally {
+      imap.close();
+    }
+  }, 90_000);
+
+  it('a finished job answers 409 and stays completed', async () => {
+    const { jobId } = (await bob.post('/api/content/batch', [item()], { prefer: 'respond-async' })).body;
+    await until(
+      'the batch to complete',
+      async () => (await jobOf(bob, jobId)).body.state,
+      (s) => s === 'completed',
+    );
+    const res = await bob.delete(`/api/jobs/${jobId}`);
+    expect(res.status).toBe(409);
+    expect(res.body.error ?? res.body.message).toMatch(/already ended \(completed\)/);
+    expect((await jobOf(bob, jobId)).body.state).toBe('completed');
+  });
+});
+
+describe('POST /api/jobs/{id}/retry', () => {
+  it('runs a failed job of yours again (same id, attempts from zero) with an audit row; not others, not a finished one', async () => {
+    // Nothing listens on this port: the fetch fails (after its retry) for good.
+    const closed = await new Promise<number>((resolve) => {
+      const s = net.createServer().listen(0, '127.0.0.1', () => {
+        const port = (s.address() as net.AddressInfo).port;
+        s.close(() => resolve(port));
+      });
+    });
+    const email = 'closed@example.test';
+    expect(
+      (await bob.post('/api/mail/accounts', { email, auth: { type: 'password', password: 'x' }, imap: { host: '127.0.0.1', port: closed, secure: false } }))
+        .status,
+    ).toBe(201);
+    const jobId = (await bob.post('/api/mail-new', { email }, { prefer: 'respond-async' })).body.jobId as string;
+    const failed = await until(
+      'the fetch to fail',
+      async () => (await jobOf(bob, jobId)).body,
+      (b) => b.state === 'failed',
+      60_000,
+    );
+    expect(failed.attempts).toBeGreaterThan(0);
+    const firstProcessed = failed.processedAt;
+
+    expect((await carol.post(`/api/jobs/${jobId}/retry`)).status).toBe(404);
+    const res = await bob.post(`/api/jobs/${jobId}/retry`);
+    expect(res.status, res.text).toBe(200);
+    expect(res.body).toMatchObject({ id: jobId, attempts: 0 });
+    expect(['waiting', 'active', 'delayed', 'failed']).toContain(res.body.state);
+    // It ran again (and failed again, the server still being away).
+    const again = await until(
+      'the retry to run',
+      async () => (await jobOf(bob, jobId)).body,
+      (b) => b.state === 'failed' && b.processedAt !== firstProcessed,
+      60_000,
+    );
+    expect(again.attempts).toBeGreaterThan(0);
+    const logs = (await bob.get('/api/log/self?type=3')).body;
+    expect(JSON.stringify(logs)).toContain(`Retried job ${jobId}`);
+
+    const { jobId: ok } = (await bob.post('/api/content/batch', [item()], { prefer: 'respond-async' })).body;
+    await until(
+      'the batch to complete',
+      async () => (await jobOf(bob, ok)).body.state,
+      (s) => s === 'completed',
+    );
+    expect((await bob.post(`/api/jobs/${ok}/retry`)).status).toBe(409);
+  }, 120_000);
+});
