@@ -45,6 +45,10 @@ export type Job = Answer<'/api/jobs/{id}', 'get'>;
 export type JobPage = Answer<'/api/jobs', 'get'>;
 
 export type Schedule = Answer<'/api/schedules', 'get'>[number];
+/** A webhook endpoint; as created or rotated, with its secret (shown that once). */
+export type WebhookEndpoint = Answer<'/api/webhooks', 'get'>[number];
+export type WebhookWithSecret = Answer<'/api/webhooks', 'post', 201>;
+export type WebhookDelivery = Answer<'/api/webhooks/{id}/deliveries', 'get'>[number];
 /** A job in a listing: no result, and where to read it. */
 export type JobSummary = JobPage['jobs'][number];
 export type JobState = Job['state'];
