@@ -12,8 +12,9 @@ import { AppError, conflict, forbidden, notFound } from '../errors.js';
 import { cancelledError, cancelKey, requestCancel } from '../jobs/cancel.js';
 import { jobStatus, STATE_MAP, type JobEvent, type JobView } from '../jobs/client.js';
 import { OwnerSlots } from '../jobs/fairness.js';
-import { verifyEnvelope, type JobEnvelope } from '../jobs/wire.js';
+import { type DirectReply, verifyEnvelope, type JobEnvelope } from '../jobs/wire.js';
 import type { Platform } from '../platform.js';
+import { publishTo } from '../redis.js';
 import { jobActionEntry } from './entries.js';
 import { forgetJobs, listJobOwners } from './job-owners.js';
 import { insertLogs } from './store.js';
@@ -179,6 +180,9 @@ export async function cancelJob(
     );
     try {
       await job.remove();
+      // A process waiting for a direct reply (an embeddings call) hears it now: its call fails and its quota goes back.
+      const replyTo = job.data.replyTo;
+      if (replyTo) await publishTo(p.redis, replyTo, JSON.stringify({ id, error: err.toJSON() } satisfies DirectReply)).catch(() => {});
       return { status: 200, job: view };
     } catch {
       // A worker took it meanwhile (it is locked): cancel it as a running job.

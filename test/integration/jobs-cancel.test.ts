@@ -169,3 +169,42 @@ describe('POST /api/jobs/{id}/retry', () => {
     expect((await bob.post(`/api/jobs/${ok}/retry`)).status).toBe(409);
   }, 120_000);
 });
+
+describe('a cancelled embeddings call', () => {
+  let e: TestApp;
+  afterAll(async () => {
+    await e?.close();
+  });
+
+  it("gives its reserved quota back: the waiting job is removed, the call answers the cancel at once, and the user's quota is as before", async () => {
+    // No worker at all: the call's job waits in the queue, its quota reserved.
+    e = await startTestApp({ workers: false, env: { LOCAL_MODEL_PRICE: '1000', SYNC_WAIT_MS: '60000' } });
+    await e.root.post('/api/user/', { username: 'dave', password: 'dave-password' });
+    const dave = new HttpClient(e.url);
+    await dave.login('dave', 'dave-password');
+    const daveId = (await dave.get('/api/user/self')).body.data.id;
+    expect((await e.root.put(`/api/user/${daveId}`, { quota: 1_000_000 })).status).toBe(200);
+    const sk = new HttpClient(e.url).withAuth(`Bearer ${(await dave.post('/api/token/', { name: 'cancel', unlimited_quota: true })).body.data.key}`);
+    const quota = async () => (await dave.get('/api/user/self')).body.data.quota as number;
+    const before = await quota();
+
+    const call = sk.post('/v1/embeddings', { model: 'local-hash-v1', input: ['some words to embed '.repeat(200)], dimensions: 8 });
+    const queue = e.platform.jobs.queues.get('embeddings')!;
+    const [job] = await until(
+      'the call to wait in the queue',
+      () => queue.getJobs(['waiting', 'prioritized']),
+      (jobs) => jobs.length === 1,
+    );
+    expect(await quota(), 'the call reserved its quota').toBeLessThan(before);
+    // Gathered calls belong to no one: only root sees, and so cancels, the job.
+    expect((await dave.delete(`/api/jobs/${job!.id}`)).status).toBe(404);
+    const res = await e.root.delete(`/api/jobs/${job!.id}`);
+    expect(res.status, res.text).toBe(200);
+    expect(res.body.state).toBe('cancelled');
+
+    const answer = await call;
+    expect(answer.status).toBe(409);
+    expect(answer.body.error.code).toBe('job_cancelled');
+    expect(await quota()).toBe(before);
+  });
+});
