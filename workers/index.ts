@@ -233,7 +233,9 @@ async function runJob(p: Platform, def: JobKind, job: Job<JobEnvelope>, signal?:
     const final = !err.retriable || job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
     recordJob(job.queueName, job.name, seconds(), 'failed', final);
     if (replyTo && final) await publishTo(p.redis, replyTo, JSON.stringify({ id: job.id!, error: err.toJSON() } satisfies DirectReply)).catch(() => {});
-    if (final) await announceJobEnd(p, jobEnd(job, cancelled ? 'cancelled' : 'failed', null, { status: err.status, message: err.message, code: err.code }));
+    // A cancelled job's result is what it had done, as GET /api/jobs/{id} shows it.
+    const done = cancelled && raw instanceof JobCancelled ? (raw.done ?? null) : null;
+    if (final) await announceJobEnd(p, jobEnd(job, cancelled ? 'cancelled' : 'failed', done, { status: err.status, message: err.message, code: err.code }));
     const reason = encodeFailure(err);
     const wrapped = err.retriable ? new Error(reason) : new UnrecoverableError(reason);
     // Keep the original stack for Bull Board, under the encoded reason.

@@ -10,6 +10,7 @@ import { getUser } from '../accounts/store.js';
 import type { QueueName } from '../config.js';
 import { AppError, conflict, forbidden, notFound } from '../errors.js';
 import { cancelledError, cancelKey, requestCancel } from '../jobs/cancel.js';
+import { announceJobEnd } from '../jobs/define.js';
 import { jobStatus, STATE_MAP, type JobEvent, type JobView } from '../jobs/client.js';
 import { OwnerSlots } from '../jobs/fairness.js';
 import { type DirectReply, verifyEnvelope, type JobEnvelope } from '../jobs/wire.js';
@@ -148,11 +149,7 @@ const alreadyOver = (state: string) => conflict(`This job has already ended (${s
  * safe point, reading `cancelled` with what it had done (200 once it has, 202 while it is still getting there); a job
  * that has ended is a 409. The one place a cancel goes through.
  */
-export async function cancelJob(
-  p: Pick<Platform, 'db' | 'jobs' | 'secrets' | 'redis' | 'keys' | 'config'>,
-  me: Viewer,
-  id: string,
-): Promise<{ status: 200 | 202; job: JobView }> {
+export async function cancelJob(p: Platform, me: Viewer, id: string): Promise<{ status: 200 | 202; job: JobView }> {
   let job: Job<JobEnvelope>;
   try {
     job = await visibleJob(p, me, id);
@@ -183,6 +180,17 @@ export async function cancelJob(
       // A process waiting for a direct reply (an embeddings call) hears it now: its call fails and its quota goes back.
       const replyTo = job.data.replyTo;
       if (replyTo) await publishTo(p.redis, replyTo, JSON.stringify({ id, error: err.toJSON() } satisfies DirectReply)).catch(() => {});
+      // Its end, told as a worker tells a running job's (webhooks: job.cancelled).
+      await announceJobEnd(p, {
+        id,
+        name: job.name,
+        queue: view.queue,
+        owner: ownerOf(p, job),
+        state: 'cancelled',
+        result: null,
+        error: view.error,
+        finishedAt: view.finishedAt!,
+      });
       return { status: 200, job: view };
     } catch {
       // A worker took it meanwhile (it is locked): cancel it as a running job.

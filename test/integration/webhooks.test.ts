@@ -114,6 +114,20 @@ describe('webhooks', () => {
     await bob.delete(`/api/webhooks/${onlyCompleted.id}`);
   });
 
+  it('delivers job.cancelled when a waiting job is cancelled (DELETE /api/jobs/{id}), with the error GET shows', async () => {
+    const { id, secret } = await endpoint('/cancelled', { event_types: ['job.cancelled'] });
+    const bobId = (await bob.get('/api/user/self')).body.data.id as number;
+    const jobId = await t.platform.jobs.enqueue('content.batch', { items: [item()] }, { owner: bobId, options: { delay: 60_000 } });
+    const cancelled = await bob.delete(`/api/jobs/${jobId}`);
+    expect(cancelled.status, cancelled.text).toBe(200);
+    const [req] = await until('the delivery', () => requestsFor('/cancelled', jobId).length && requestsFor('/cancelled', jobId));
+    const event = (await openai.webhooks.unwrap(req!.body, req!.headers, secret)) as unknown as { type: string; data: Record<string, unknown> };
+    const shown = (await bob.get(`/api/jobs/${jobId}`)).body;
+    expect(shown.state).toBe('cancelled');
+    expect(event).toMatchObject({ type: 'job.cancelled', data: { id: jobId, kind: 'content.batch', state: 'cancelled', error: shown.error } });
+    await bob.delete(`/api/webhooks/${id}`);
+  });
+
   it('a receiver that fails twice (500) then succeeds gets the same webhook-id three times, and the log shows each attempt', async () => {
     const { id } = await endpoint('/flaky');
     receiver.answer('/flaky', [500, 500, 200]);
