@@ -4,6 +4,7 @@ import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HttpClient } from '../helpers/http.js';
 import { startTestApp, type TestApp } from '../helpers/services.js';
+import { type SmtpTestServer, startSmtp } from '../helpers/smtp.js';
 import { spawnEntry, type Spawned } from '../helpers/spawn.js';
 import { until } from '../helpers/until.js';
 import { item } from '../shared/content-suite.js';
@@ -207,4 +208,59 @@ describe('a cancelled embeddings call', () => {
     expect(answer.body.error.code).toBe('job_cancelled');
     expect(await quota()).toBe(before);
   });
+});
+
+describe('a cancelled mail send', () => {
+  let m: TestApp;
+  let smtp: SmtpTestServer;
+  afterAll(async () => {
+    await m?.close();
+    await smtp?.stop();
+  });
+
+  it('stops before its SMTP send: cancelled while it waits for the mailbox, it sends nothing', async () => {
+    smtp = await startSmtp({ users: { 'sender@example.test': 'x' } });
+    m = await startTestApp({ env: { MAIL_TIMEOUT_MS: '120000', MAIL_USER_CONCURRENCY: '2', SYNC_WAIT_MS: '300' } });
+    const imap = await slowImap();
+    try {
+      await m.root.post('/api/user/', { username: 'erin', password: 'erin-password' });
+      const erin = new HttpClient(m.url);
+      await erin.login('erin', 'erin-password');
+      const email = 'sender@example.test';
+      const add = await erin.post('/api/mail/accounts', {
+        email,
+        auth: { type: 'password', password: 'x' },
+        imap: { host: '127.0.0.1', port: imap.port, secure: false },
+        smtp: { host: smtp.host, port: smtp.port, secure: false },
+      });
+      expect(add.status, add.text).toBe(201);
+      // A fetch holds the account's mailbox (its server never answers); the send waits for it, running.
+      const fetch = (await erin.post('/api/mail-new', { email }, { prefer: 'respond-async' })).body.jobId as string;
+      await until(
+        'the fetch to hold the mailbox',
+        async () => ((await erin.get(`/api/jobs/${fetch}`)).body.state === 'active' ? imap.sockets.length : 0),
+        (n) => n > 0,
+      );
+      const send = (await erin.post('/api/send-mail', { email, to: 'friend@example.test', subject: 's', text: 'never sent' }, { prefer: 'respond-async' })).body
+        .jobId as string;
+      await until(
+        'the send to run',
+        async () => (await erin.get(`/api/jobs/${send}`)).body.state,
+        (s) => s === 'active',
+      );
+
+      expect((await erin.delete(`/api/jobs/${send}`)).status).toBe(202);
+      expect((await erin.delete(`/api/jobs/${fetch}`)).status).toBe(200);
+      // The mailbox is free: the send takes it, finds itself cancelled before the send, and stops.
+      const done = await until(
+        'the send to stop',
+        async () => (await erin.get(`/api/jobs/${send}`)).body,
+        (b) => b.state !== 'active',
+      );
+      expect(done.state).toBe('cancelled');
+      expect(smtp.received).toHaveLength(0);
+    } finally {
+      imap.close();
+    }
+  }, 90_000);
 });
