@@ -122,7 +122,7 @@ describe('DELETE /api/jobs/{id}', () => {
 });
 
 describe('POST /api/jobs/{id}/retry', () => {
-  it('runs a failed job of yours again (same id, attempts from zero) with an audit row; not others, not a finished one', async () => {
+  it('runs a failed job of yours again (same id, attempts from zero) with an audit row; not others (404; root who sees it: 403), not a finished one', async () => {
     // Nothing listens on this port: the fetch fails (after its retry) for good.
     const closed = await new Promise<number>((resolve) => {
       const s = net.createServer().listen(0, '127.0.0.1', () => {
@@ -146,6 +146,8 @@ describe('POST /api/jobs/{id}/retry', () => {
     const firstProcessed = failed.processedAt;
 
     expect((await carol.post(`/api/jobs/${jobId}/retry`)).status).toBe(404);
+    // Root sees it, but only its submitter may run it again.
+    expect((await t.root.post(`/api/jobs/${jobId}/retry`)).status).toBe(403);
     const res = await bob.post(`/api/jobs/${jobId}/retry`);
     expect(res.status, res.text).toBe(200);
     expect(res.body).toMatchObject({ id: jobId, attempts: 0 });
