@@ -15,6 +15,8 @@ type Scripted = number | { status: number; headers?: Record<string, string>; del
 export interface Receiver {
   url: string;
   requests: Received[];
+  /** The most requests it held at once (each is held until its answer is sent). */
+  maxInFlight(): number;
   /** The answers to give on `path`, in order. */
   answer(path: string, script: Scripted[]): void;
   close(): Promise<void>;
@@ -23,8 +25,11 @@ export interface Receiver {
 export async function startReceiver(host = '127.0.0.1', defaults: { delayMs?: number } = {}): Promise<Receiver> {
   const requests: Received[] = [];
   const scripts = new Map<string, Scripted[]>();
+  let inFlight = 0;
+  let maxInFlight = 0;
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
+    maxInFlight = Math.max(maxInFlight, ++inFlight);
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
       const path = req.url ?? '/';
@@ -34,6 +39,7 @@ export async function startReceiver(host = '127.0.0.1', defaults: { delayMs?: nu
       const next = scripts.get(path)?.shift() ?? 200;
       const { status, headers: out = {}, delayMs = defaults.delayMs ?? 0 } = typeof next === 'number' ? { status: next } : next;
       setTimeout(() => {
+        inFlight--;
         res.writeHead(status, { 'content-type': 'text/plain', ...out });
         res.end(status < 300 ? 'thanks' : `no (${status})`);
       }, delayMs);
@@ -43,6 +49,7 @@ export async function startReceiver(host = '127.0.0.1', defaults: { delayMs?: nu
   return {
     url: `http://${host}:${(server.address() as AddressInfo).port}`,
     requests,
+    maxInFlight: () => maxInFlight,
     answer: (path, script) => scripts.set(path, [...script]),
     close: () =>
       new Promise((resolve) => {

@@ -1,5 +1,6 @@
 // The jobs platform in one process: sync and async answers, status, SSE, ownership, retries, Bull Board.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { queueNames } from '../../src/config.js';
 import { AppError } from '../../src/errors.js';
 import { contentBatch } from '../../src/content/jobs.js';
 import { jobKinds } from '../../src/job-kinds.js';
@@ -256,7 +257,7 @@ describe('Bull Board', () => {
     expect(page.text).toMatch(/<html/i);
     const api = await t.anon.get('/admin/queues/api/queues', { authorization: basic('ops', 'ops-password') });
     expect(api.status).toBe(200);
-    expect(api.body.queues.map((q: { name: string }) => q.name).sort()).toEqual(['content', 'embeddings', 'mail']);
+    expect(api.body.queues.map((q: { name: string }) => q.name).sort()).toEqual([...queueNames].sort());
     expect((await t.anon.get('/admin/queues/api/queues', { authorization: basic('root', ROOT_PASSWORD) })).status).toBe(200);
   });
 

@@ -287,6 +287,35 @@ describe('webhooks', () => {
     await bob.delete(`/api/webhooks/${id}`);
   });
 
+  it('sends at most WEBHOOK_ENDPOINT_CONCURRENCY deliveries to one endpoint at once, across the queue', async () => {
+    const slow = await startReceiver('127.0.0.1', { delayMs: 300 });
+    try {
+      const res = await bob.post('/api/webhooks', { url: `${slow.url}/slow` });
+      const bobId = (await bob.get('/api/user/self')).body.data.id as number;
+      const ends = Array.from({ length: 12 }, (_, i) => ({
+        id: `content-concurrency-${i}`,
+        name: 'content.batch',
+        queue: 'content' as const,
+        owner: bobId,
+        state: 'completed' as const,
+        result: null,
+        error: null,
+        finishedAt: new Date().toISOString(),
+      }));
+      await Promise.all(ends.map((end) => announceJobEnd(t.platform, end)));
+      await until('every delivery', () => slow.requests.length >= 12);
+      expect(slow.maxInFlight()).toBe(t.config.WEBHOOK_ENDPOINT_CONCURRENCY);
+      const rows = await until('every attempt logged', async () => {
+        const page = (await bob.get(`/api/webhooks/${res.body.id}/deliveries?limit=100`)).body as { response_excerpt: string; duration_ms: number }[];
+        return page.length === 12 && page;
+      });
+      expect(rows.every((r) => r.response_excerpt === 'thanks' && r.duration_ms >= 250)).toBe(true);
+      await bob.delete(`/api/webhooks/${res.body.id}`);
+    } finally {
+      await slow.close();
+    }
+  });
+
   it('keeps endpoints to their owner, validates event types and URL length, and caps endpoints per user', async () => {
     const { id } = await endpoint('/mine');
     expect((await t.root.get(`/api/webhooks/${id}`)).status).toBe(404);
