@@ -316,6 +316,39 @@ describe('webhooks', () => {
     }
   });
 
+  it('does not follow a redirect: a 3xx is a failure, retried at the same URL', async () => {
+    const { id } = await endpoint('/redirect');
+    receiver.answer('/redirect', [{ status: 302, headers: { location: `${receiver.url}/elsewhere` } }, 200]);
+    const jobId = await bobsJob();
+    await until('two attempts', () => requestsFor('/redirect', jobId).length >= 2);
+    const log = await until('both logged', async () => {
+      const rows = (await bob.get(`/api/webhooks/${id}/deliveries`)).body as { status_code: number; ok: boolean }[];
+      return rows.length >= 2 && rows;
+    });
+    expect(log.map((r) => [r.status_code, r.ok])).toEqual([
+      [200, true],
+      [302, false],
+    ]);
+    expect(receiver.requests.filter((r) => r.path === '/elsewhere')).toHaveLength(0);
+    await bob.delete(`/api/webhooks/${id}`);
+  });
+
+  it('drops the deliveries still waiting for an endpoint its owner disabled', async () => {
+    const { id } = await endpoint('/paused');
+    receiver.answer('/paused', [{ status: 503, headers: { 'retry-after': '2' } }, 200]);
+    const jobId = await bobsJob();
+    await until('the first attempt logged', async () => (await bob.get(`/api/webhooks/${id}/deliveries`)).body.length === 1);
+    expect((await bob.request('PATCH', `/api/webhooks/${id}`, { enabled: false })).status).toBe(200);
+    const [row] = (await bob.get(`/api/webhooks/${id}/deliveries`)).body;
+    const job = await until('the retry dropped', async () => {
+      const j = (await bob.get(`/api/jobs/webhooks-${row.event_id}-${id}`)).body;
+      return j.state === 'completed' && j;
+    });
+    expect(job.result).toEqual({ ok: false, skipped: 'the endpoint was deleted or disabled' });
+    expect(requestsFor('/paused', jobId)).toHaveLength(1);
+    await bob.delete(`/api/webhooks/${id}`);
+  });
+
   it('keeps endpoints to their owner, validates event types and URL length, and caps endpoints per user', async () => {
     const { id } = await endpoint('/mine');
     expect((await t.root.get(`/api/webhooks/${id}`)).status).toBe(404);
