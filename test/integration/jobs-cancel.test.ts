@@ -2,7 +2,9 @@
 // worker in another process: a cancel from the API reaches it over Redis.
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startDovecot, type DovecotServer } from '../helpers/dovecot.js';
 import { HttpClient } from '../helpers/http.js';
+import { addPasswordAccount } from '../helpers/mail-accounts.js';
 import { startTestApp, type TestApp } from '../helpers/services.js';
 import { type SmtpTestServer, startSmtp } from '../helpers/smtp.js';
 import { spawnEntry, type Spawned } from '../helpers/spawn.js';
@@ -13,6 +15,7 @@ let t: TestApp;
 let worker: Spawned;
 let bob: HttpClient;
 let carol: HttpClient;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** An IMAP server that greets and then never answers a command: a fetch against it stays active until cut. */
 async function slowImap() {
@@ -264,5 +267,40 @@ describe('a cancelled mail send', () => {
     } finally {
       imap.close();
     }
+  }, 90_000);
+});
+
+describe('a cancelled code wait', () => {
+  let c: TestApp;
+  let dovecot: DovecotServer;
+  afterAll(async () => {
+    await c?.close();
+    await dovecot?.stop();
+  });
+
+  it('stops while it watches an empty inbox on a real IMAP server, and reads cancelled', async () => {
+    [dovecot, c] = await Promise.all([startDovecot(), startTestApp({ env: { SYNC_WAIT_MS: '300' } })]);
+    await c.root.post('/api/user/', { username: 'finn', password: 'finn-password' });
+    const finn = new HttpClient(c.url);
+    await finn.login('finn', 'finn-password');
+    const { email } = await addPasswordAccount(finn, dovecot, 'finn@example.test');
+    const res = await finn.post('/api/vendor-email/extract-code', { email, wait: 120 }, { prefer: 'respond-async' });
+    expect(res.status, res.text).toBe(202);
+    const id = res.body.jobId as string;
+    await until(
+      'the code wait to run',
+      async () => (await finn.get(`/api/jobs/${id}`)).body.state,
+      (s) => s === 'active',
+    );
+    await sleep(2_500);
+    const cancel = await finn.delete(`/api/jobs/${id}`);
+    expect([200, 202]).toContain(cancel.status);
+    const done = await until(
+      'the wait to stop',
+      async () => (await finn.get(`/api/jobs/${id}`)).body,
+      (b) => b.state !== 'active',
+      20_000,
+    );
+    expect(done).toMatchObject({ state: 'cancelled', error: { code: 'job_cancelled' } });
   }, 90_000);
 });
