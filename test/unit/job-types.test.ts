@@ -39,7 +39,20 @@ describe('job types (npm run typecheck)', () => {
 
   it("types by the kinds the composition root registers (src/job-kinds.ts): the areas' and the pings", () => {
     expectTypeOf<JobName>().toEqualTypeOf<
-      'content.ping' | 'embeddings.ping' | 'mail.ping' | 'content.batch' | 'embeddings.create' | 'mail.fetch' | 'mail.purge' | 'mail.code' | 'mail.send' | 'webhooks.ping' | 'webhooks.deliver' | 'logs.maintain' | 'schedules.tick' | 'schedules.ping'
+      | 'content.ping'
+      | 'embeddings.ping'
+      | 'mail.ping'
+      | 'content.batch'
+      | 'embeddings.create'
+      | 'mail.fetch'
+      | 'mail.purge'
+      | 'mail.code'
+      | 'mail.send'
+      | 'webhooks.ping'
+      | 'webhooks.deliver'
+      | 'logs.maintain'
+      | 'schedules.tick'
+      | 'schedules.ping'
     >();
     expectTypeOf<ResultOf<'mail.ping'>>().toEqualTypeOf<PingResult>();
   });
