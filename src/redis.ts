@@ -144,7 +144,37 @@ function createCluster(url: string, nodes: { host: string; port: number }[], pro
     // A subscriber listens to sharded channels (see subscribeTo), on the master of each one's slot.
     shardedSubscribers: subscriber,
   };
-  return new Cluster(nodes, clusterOptions);
+  return settleConnects(new Cluster(nodes, clusterOptions));
+}
+
+/**
+ * Makes a cluster client's connect() settle, and its duplicates' too (BullMQ's worker makes its blocking connection
+ * with duplicate()). ioredis leaves the promise of a connect() pending for good when that connection's ready check
+ * fails (CLUSTER INFO says cluster_state:fail, as it does on some nodes while a replica takes over from a dead master):
+ * it reconnects on its own, and only that later connect() settles. A BullMQ worker whose BZPOPMIN was lost with the
+ * dead master gives up on it (its watchdog), disconnects its blocking connection and awaits connect() to block again:
+ * it waited on that promise forever and took no job from its queue after the failover (issue 24). Here connect()
+ * also resolves on the client's next 'ready' and rejects when it ends.
+ */
+function settleConnects(cluster: Cluster): Cluster {
+  const connect = cluster.connect.bind(cluster);
+  cluster.connect = () =>
+    new Promise<void>((resolve, reject) => {
+      const settle = (err?: Error) => {
+        cluster.off('ready', onReady);
+        cluster.off('end', onEnd);
+        if (err) reject(err);
+        else resolve();
+      };
+      const onReady = () => settle();
+      const onEnd = () => settle(new Error('Connection is closed.'));
+      cluster.on('ready', onReady);
+      cluster.on('end', onEnd);
+      connect().then(onReady, settle);
+    });
+  const duplicate = cluster.duplicate.bind(cluster);
+  cluster.duplicate = (...args: Parameters<Cluster['duplicate']>) => settleConnects(duplicate(...args));
+  return cluster;
 }
 
 /**
