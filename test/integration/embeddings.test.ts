@@ -188,8 +188,11 @@ describe('keys and models on /v1', () => {
     const disabled = await newKey();
     await user.put('/api/token/?status_only=1', { id: disabled.id, status: 2 });
     expect((await v1(disabled.key).post('/v1/embeddings', body)).body.error.code).toBe('token_disabled');
-    const expiring = await newKey({ unlimited_quota: true, expired_time: Math.floor(Date.now() / 1000) + 1 });
-    await new Promise((r) => setTimeout(r, 1_100));
+    // At least a second ahead when made (now + 1 s rounded down could be a millisecond ahead, and in the past by the
+    // time the request is taken), then waited past.
+    const expiresAt = Math.floor(Date.now() / 1000) + 2;
+    const expiring = await newKey({ unlimited_quota: true, expired_time: expiresAt });
+    await new Promise((r) => setTimeout(r, Math.max(0, expiresAt * 1000 - Date.now()) + 100));
     expect((await v1(expiring.key).post('/v1/embeddings', body)).body.error.code).toBe('token_expired');
     const exhausted = await newKey({ remain_quota: 0 });
     const res = await v1(exhausted.key).post('/v1/embeddings', body);
