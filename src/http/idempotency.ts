@@ -10,6 +10,7 @@ import type { Principal } from '../accounts/auth.js';
 import { AppError, badRequest, toAppError } from '../errors.js';
 import { STATE_MAP } from '../jobs/client.js';
 import type { Platform } from '../platform.js';
+import type { Redis } from '../redis.js';
 import { type JobIdempotency, writeAccepted } from './jobs.js';
 
 export const IDEMPOTENCY_HEADER = 'idempotency-key';
@@ -59,6 +60,21 @@ if not v or cjson.decode(v).t ~= ARGV[1] then return 0 end
 if ARGV[2] == 'renew' then return redis.call('PEXPIRE', KEYS[1], ARGV[3]) end
 if ARGV[2] == 'set' then redis.call('SET', KEYS[1], ARGV[3], 'EX', ARGV[4]) return 1 end
 return redis.call('DEL', KEYS[1])`;
+
+/** The two scripts as commands of their own on each connection: ioredis sends EVALSHA (the script text only once). */
+interface IdempotencyCommands {
+  idempotencyClaim(key: string, record: string, lockMs: number): Promise<string | null>;
+  idempotencyOwned(key: string, token: string, ...args: (string | number)[]): Promise<number>;
+}
+const defined = new WeakSet<Redis>();
+function commands(redis: Redis): IdempotencyCommands {
+  if (!defined.has(redis)) {
+    redis.defineCommand('idempotencyClaim', { numberOfKeys: 1, lua: CLAIM });
+    redis.defineCommand('idempotencyOwned', { numberOfKeys: 1, lua: OWNED });
+    defined.add(redis);
+  }
+  return redis as unknown as IdempotencyCommands;
+}
 
 const invalidKey = () =>
   badRequest(`Idempotency-Key must be 1-${MAX_KEY_LENGTH} printable ASCII characters (a UUID is a good one), bare or as a quoted string`, {
@@ -120,13 +136,14 @@ export async function idempotently(ctx: Context, p: Platform, principal: Princip
   const rkey = recordKey(p, principal.user.id, key);
   const token = uuidv7();
   const lockMs = p.config.SYNC_WAIT_MS + LOCK_SLACK_MS;
-  const found = (await p.redis.eval(CLAIM, 1, rkey, JSON.stringify({ t: token, f: fp } satisfies Kept), lockMs)) as string | null;
+  const redis = commands(p.redis);
+  const found = await redis.idempotencyClaim(rkey, JSON.stringify({ t: token, f: fp } satisfies Kept), lockMs);
   if (found !== null) return replay(ctx, p, JSON.parse(found) as Kept, fp);
 
   // A job the handler runs gets an id derived from the user, the key and the request (runJobForRequest).
   const forJob: JobIdempotency = { seed: `${principal.user.id}\n${key}\n${fp}` };
   ctx.state.idempotency = forJob;
-  const renew = setInterval(() => void p.redis.eval(OWNED, 1, rkey, token, 'renew', lockMs).catch(() => {}), lockMs / 3);
+  const renew = setInterval(() => void redis.idempotencyOwned(rkey, token, 'renew', lockMs).catch(() => {}), lockMs / 3);
   renew.unref();
   // The answer is kept as it leaves, not before: the command is on the connection ahead of any later claim this
   // process sends, so a request sent again once this one is answered finds it (from another API process, one that
@@ -135,7 +152,7 @@ export async function idempotently(ctx: Context, p: Platform, principal: Princip
   const settle = (record: Kept | undefined) => {
     clearInterval(renew);
     const args = record ? ['set', JSON.stringify(record), p.config.IDEMPOTENCY_TTL_SECONDS] : ['del'];
-    p.redis.eval(OWNED, 1, rkey, token, ...args).catch((err) => ctx.state.log?.warn({ err }, 'could not keep an idempotent answer'));
+    redis.idempotencyOwned(rkey, token, ...args).catch((err) => ctx.state.log?.warn({ err }, 'could not keep an idempotent answer'));
   };
   try {
     await run();
