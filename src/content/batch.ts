@@ -1,14 +1,22 @@
 // A content batch: each entry validated on its own, repeated urls refused, the rest in one upsert.
 import type { Db } from '../db.js';
+import { stopIfCancelled } from '../jobs/cancel.js';
 import { checkItem, DUPLICATE_IN_BATCH, NOT_OWNER_UPSERT, type BatchResult, type NewItem } from './schema.js';
 import { upsertItems, type Caller } from './store.js';
 
 /**
+ * A cancel (`signal`, DELETE /api/jobs/{id}) is heard before the upsert, never during it: the batch then writes nothing.
  * `progress` hears 50 once every entry is checked, 100 once the rows are written. Bad entries fail
  * on their own (never the batch, never a retry); so do urls of other users' items when `caller` is
  * not an admin: the upsert skips them and they are reported, the rest are written.
  */
-export async function runBatch(db: Db, rawItems: unknown[], caller: Caller, progress?: (percent: number) => Promise<void>): Promise<BatchResult> {
+export async function runBatch(
+  db: Db,
+  rawItems: unknown[],
+  caller: Caller,
+  progress?: (percent: number) => Promise<void>,
+  signal?: AbortSignal,
+): Promise<BatchResult> {
   const errors: BatchResult['errors'] = [];
   const valid: { index: number; item: NewItem }[] = [];
   const seen = new Set<string>();
@@ -22,6 +30,7 @@ export async function runBatch(db: Db, rawItems: unknown[], caller: Caller, prog
     }
   });
   await progress?.(50);
+  stopIfCancelled(signal);
   // Upserting by url makes a re-run (after a crashed worker) write the same rows again, not new ones.
   const rows = await upsertItems(
     db,

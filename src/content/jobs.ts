@@ -9,9 +9,9 @@ export const contentBatch = defineJob<BatchResult>()({
   queue: 'content',
   payload: batchPayload,
   // The caller's role is read from Postgres when the job runs; the job's data only names the owner.
-  run: async ({ items }, { platform, job, owner }) => {
+  run: async ({ items }, { platform, job, owner, signal }) => {
     const [{ runBatch }, { loadCaller }] = await Promise.all([import('./batch.js'), import('./store.js')]);
-    return runBatch(platform.db, items, await loadCaller(platform.db, owner), (percent) => job.updateProgress(percent));
+    return runBatch(platform.db, items, await loadCaller(platform.db, owner), (percent) => job.updateProgress(percent), signal);
   },
 });
 

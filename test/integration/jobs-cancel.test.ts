@@ -2,6 +2,9 @@
 // worker in another process: a cancel from the API reaches it over Redis.
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runBatch } from '../../src/content/batch.js';
+import { loadCaller } from '../../src/content/store.js';
+import { CANCEL_REASON, JobCancelled } from '../../src/jobs/cancel.js';
 import { startDovecot, type DovecotServer } from '../helpers/dovecot.js';
 import { HttpClient } from '../helpers/http.js';
 import { addPasswordAccount } from '../helpers/mail-accounts.js';
@@ -121,6 +124,31 @@ describe('DELETE /api/jobs/{id}', () => {
     expect(res.status).toBe(409);
     expect(res.body.error ?? res.body.message).toMatch(/already ended \(completed\)/);
     expect((await jobOf(bob, jobId)).body.state).toBe('completed');
+  });
+});
+
+describe('a cancelled content batch', () => {
+  it('hears the cancel at its safe point before the upsert and writes none of its rows', async () => {
+    const bobId = (await bob.get('/api/user/self')).body.data.id as number;
+    const items = [item(), item()];
+    const cancelled = new AbortController();
+    cancelled.abort(CANCEL_REASON);
+    const run = runBatch(t.platform.db, items, await loadCaller(t.platform.db, bobId), undefined, cancelled.signal);
+    await expect(run).rejects.toBeInstanceOf(JobCancelled);
+    expect(
+      await t.platform
+        .db('content_items')
+        .whereIn(
+          'url',
+          items.map((i) => i.url as string),
+        )
+        .count<{ n: number }[]>({ n: '*' }),
+    ).toEqual([{ n: 0 }]);
+    // Not cancelled (a worker closing aborts with another reason): the same batch writes both.
+    const closing = new AbortController();
+    closing.abort();
+    const done = await runBatch(t.platform.db, items, await loadCaller(t.platform.db, bobId), undefined, closing.signal);
+    expect(done.success).toBe(2);
   });
 });
 
