@@ -16,6 +16,7 @@ import * as m013 from './013_content_url_key.js';
 import * as m014 from './014_channel_cache_purge.js';
 import * as m015 from './015_webhooks.js';
 import * as m016 from './016_schedules.js';
+import * as m017 from './017_batches.js';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -39,6 +40,7 @@ const migrations: [string, Migration][] = [
   ['014_channel_cache_purge', m014],
   ['015_webhooks', m015],
   ['016_schedules', m016],
+  ['017_batches', m017],
 ];
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -16,7 +16,7 @@ const optionalString = z
   .optional()
   .transform((v) => (v === undefined || v.trim() === '' ? undefined : v));
 
-const QUEUE_NAMES = ['content', 'embeddings', 'mail', 'webhooks', 'schedules'] as const;
+const QUEUE_NAMES = ['content', 'embeddings', 'mail', 'webhooks', 'schedules', 'batches'] as const;
 
 const envSchema = z.object({
   NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
@@ -134,6 +134,19 @@ const envSchema = z.object({
   WEBHOOK_INLINE_RESULT_BYTES: int(16 * 1024, 0, 1024 * 1024),
   /** Events and their delivery log are kept this many days. */
   WEBHOOK_LOG_RETENTION_DAYS: int(7, 1, 365),
+  /** Batch jobs (validation, chunks, finalizing: src/batches) one worker process runs at once. */
+  BATCH_CONCURRENCY: int(4, 1, 1000),
+  /** Lines of a batch one chunk job runs (its inputs go to the model, or upstream, together). */
+  BATCH_CHUNK_LINES: int(64, 1, 10_000),
+  /** OpenAI's limits for a batch's input file: its lines (requests), and its size. */
+  BATCH_MAX_REQUESTS: int(50_000, 1, 1_000_000),
+  BATCH_MAX_FILE_BYTES: int(200 * 1024 * 1024, 1024, 2 ** 40),
+  /** A batch's lines are charged at the model's price times this (OpenAI charges batches half: 0.5). */
+  BATCH_PRICE_MULTIPLIER: z.coerce.number().min(0).max(100).default(1),
+  /** Uploaded files and a batch's output files are deleted this many days after they were made (OpenAI: 30). */
+  FILE_RETENTION_DAYS: int(30, 1, 3650),
+  /** Files (uploads and batch results) one user may keep (uploading past it: 429). */
+  FILES_PER_USER: int(1_000, 1, 1_000_000),
   /** Mail accounts one user may keep (adding past it: 429). */
   MAIL_ACCOUNTS_PER_USER: int(1_000, 1, 1_000_000),
   /** Job event streams (GET /api/jobs/{id}/events) one user may hold open at once, across API processes. */
@@ -195,6 +208,7 @@ export const queueConcurrency = (c: Config): Record<QueueName, number> => ({
   mail: c.MAIL_CONCURRENCY,
   webhooks: c.WEBHOOK_CONCURRENCY,
   schedules: c.SCHEDULES_CONCURRENCY,
+  batches: c.BATCH_CONCURRENCY,
 });
 
 export class ConfigError extends Error {}

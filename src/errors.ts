@@ -76,3 +76,27 @@ export function isRedisUnavailable(err: unknown): boolean {
     ) || e.name === 'MaxRetriesPerRequestError'
   );
 }
+
+const OPENAI_TYPES: Record<number, string> = {
+  400: 'invalid_request_error',
+  401: 'invalid_request_error',
+  403: 'insufficient_quota',
+  404: 'invalid_request_error',
+  405: 'invalid_request_error',
+  409: 'invalid_request_error',
+  413: 'invalid_request_error',
+  415: 'invalid_request_error',
+  429: 'rate_limit_error',
+};
+
+/** An error as OpenAI's API answers it: `{error: {message, type, param, code}}` (/v1, and a batch's error lines). */
+export function openaiErrorBody(err: AppError) {
+  return {
+    error: {
+      message: err.message,
+      type: err.type ?? OPENAI_TYPES[err.status] ?? (err.status >= 500 ? 'server_error' : 'invalid_request_error'),
+      param: err.param ?? null,
+      code: err.code ?? null,
+    },
+  };
+}

@@ -2,6 +2,7 @@
 // is declared (name, queue, payload, options, handler) in its area's jobs.ts and listed there in the area's list;
 // src/jobs, generic, imports none of this. Entry points give jobKinds to the platform (src/process.ts), workers
 // take the hooks from here (workers/index.ts).
+import { batchesJobs } from './batches/jobs.js';
 import { contentJobs } from './content/jobs.js';
 import { embeddingsJobs, embeddingsQueueHooks } from './embeddings/jobs.js';
 import type { QueueHooks } from './jobs/define.js';
@@ -22,6 +23,7 @@ export const jobList = [
   ...logsJobs,
   ...schedulesJobs,
   ...webhooksJobs,
+  ...batchesJobs,
 ] as const;
 
 /** Every job kind by name: what the API enqueues (type-checked: see Registered below) and workers run. */

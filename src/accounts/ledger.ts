@@ -147,6 +147,19 @@ export class QuotaLedger {
   }
 }
 
+/**
+ * Quota operations inside a caller's own transaction (src/batches: a chunk's results and their charge commit together,
+ * or neither does). Answers each operation's outcome, in order.
+ */
+export async function ledgerInTransaction(trx: Db, ops: LedgerOp[]): Promise<Taken[]> {
+  const { rows } = await trx.raw<{ rows: LedgerAnswer[] }>('select op, outcome, left_amount from switchyard_ledger(?::jsonb)', [
+    JSON.stringify(ops.map(encodeLedgerOp)),
+  ]);
+  const out: Taken[] = ops.map(() => ({ ok: true }));
+  for (const r of rows) out[r.op] = takenOf(r);
+  return out;
+}
+
 /** The operations, for statements that carry them with other work (src/embeddings/calls.ts). */
 export const ledgerOps = {
   charge: (payer: Payer, amount: number, consume: LogEntry): LedgerOp => ({

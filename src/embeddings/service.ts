@@ -27,6 +27,21 @@ export interface ClientLeaving {
   stop(): void;
 }
 
+/**
+ * A parsed request checked for its caller (the model resolved for them, allowed for their key's `models`, the checks
+ * zod cannot make) and its tokens counted: what /v1/embeddings and a batch's lines (batch-service.ts) both do.
+ */
+export async function checkRequest(p: Platform, user: Principal['user'], models: string | null, req: EmbeddingsRequest) {
+  const model = await resolveModel(p.config, p.channels, req.model, user);
+  if (!modelAllowed(models, req.model)) {
+    throw forbidden(`This API key may not use the model '${req.model}'.`, { code: 'model_not_allowed', type: 'invalid_request_error', param: 'model' });
+  }
+  checkAgainstModel(req, model);
+  // use-lite counts (and reads) its own pieces, at most USE_LITE_MAX_TOKENS per input; only its tokenizer loads here, never the model.
+  const useLite = model.name === USE_LITE_MODEL ? { pieces: await loadUseLiteTokenizer(), allowUnsupportedText: req.allowUnsupportedText } : null;
+  return { model, tokens: await countInputs(req.inputs, useLite) };
+}
+
 /** The checks of a request against its model that zod cannot make: dimensions within the model's, floats within a request's. */
 function checkAgainstModel(req: EmbeddingsRequest, model: ResolvedModel): void {
   if (model.kind === 'local' && req.dimensions !== undefined && req.dimensions > model.maxDimensions) {
@@ -71,15 +86,7 @@ export class EmbeddingsService<C> {
   async embed(principal: Principal, req: EmbeddingsRequest, client: C, requestId: string | undefined, startedAt: number): Promise<Buffer> {
     const p = this.p;
     const token = principal.token!;
-    const model = await resolveModel(p.config, p.channels, req.model, principal.user);
-    if (!modelAllowed(token.models, req.model)) {
-      throw forbidden(`This API key may not use the model '${req.model}'.`, { code: 'model_not_allowed', type: 'invalid_request_error', param: 'model' });
-    }
-    checkAgainstModel(req, model);
-
-    // use-lite counts (and reads) its own pieces, at most USE_LITE_MAX_TOKENS per input; only its tokenizer loads here, never the model.
-    const useLite = model.name === USE_LITE_MODEL ? { pieces: await loadUseLiteTokenizer(), allowUnsupportedText: req.allowUnsupportedText } : null;
-    const tokens = await countInputs(req.inputs, useLite);
+    const { model, tokens } = await checkRequest(p, principal.user, token.models, req);
     // What the call is charged for: its usage, which for use-lite counts its own pieces (not cl100k's tokens).
     const billed = tokens.reduce((a, b) => a + b, 0);
 

@@ -18,6 +18,7 @@ import { mailRouter } from '../mail/routes.js';
 import { schedulesRouter } from '../schedules/routes.js';
 import { startSchedules } from '../schedules/service.js';
 import { webhooksRouter } from '../webhooks/routes.js';
+import { batchesRouter } from '../batches/routes.js';
 import { logsRouter } from '../logs/routes.js';
 import { startLogMaintenance } from '../logs/maintenance.js';
 import { observeHttp } from '../metrics.js';
@@ -40,14 +41,22 @@ export function createApp(p: Platform): Koa {
   startSchedules(p);
   // One router holding every area's routes: one match per request, not one per area.
   const root = new Router();
-  for (const r of buildRouters(p)) root.use(r.routes());
+  const routers = buildRouters(p);
+  for (const r of routers) root.use(r.routes());
+  // Uploads read their own bodies as they arrive.
+  const streamed = new Set(
+    routers
+      .flatMap((r) => r.endpoints)
+      .filter((e) => e.body === 'multipart')
+      .map((e) => `${e.method.toUpperCase()} ${e.path}`),
+  );
 
   app.use(requestContext(p));
   app.use(noFraming());
   app.use(errorMiddleware());
   // The board reads its own request bodies, so it sits before ours.
   app.use(boardMiddleware(p));
-  app.use(bodyParser(p.config.BODY_LIMIT_BYTES, p.config.BODY_READ_TIMEOUT_MS));
+  app.use(bodyParser(p.config.BODY_LIMIT_BYTES, p.config.BODY_READ_TIMEOUT_MS, (method, path) => streamed.has(`${method} ${path}`)));
   app.use(root.routes());
   // The web console: only requests no API route matched reach it, and only its own paths are answered.
   app.use(consoleMiddleware());
@@ -70,6 +79,7 @@ export function buildRouters(p: Platform): ApiRouter[] {
     mailRouter(p),
     schedulesRouter(p),
     webhooksRouter(p),
+    batchesRouter(p),
   ];
   const docs = docsRouter(p, () => [...areas, docs].flatMap((r) => r.endpoints).concat(boardEndpoint));
   return [...areas, docs];

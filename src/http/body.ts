@@ -27,12 +27,17 @@ export const DRAIN_FACTOR = 4;
 /** Nor does it wait longer than this for the rest: a client trickling its body would hold the socket meanwhile. */
 export const DRAIN_MS = 10_000;
 
-export function bodyParser(limitBytes: number, readTimeoutMs: number): Middleware {
+/**
+ * `streamed`: requests whose endpoint reads the body itself, as it arrives (an upload declared `body: 'multipart'`),
+ * within bounds of its own: left unread here.
+ */
+export function bodyParser(limitBytes: number, readTimeoutMs: number, streamed: (method: string, path: string) => boolean = () => false): Middleware {
   const drainBytes = limitBytes * DRAIN_FACTOR;
   return async (ctx, next) => {
     const length = ctx.request.length;
     const chunked = ctx.get('transfer-encoding') !== '';
     if (BODYLESS.has(ctx.method) || (!length && !chunked)) return next();
+    if (ctx.request.type === 'multipart/form-data' && streamed(ctx.method, ctx.path)) return next();
     const type = ctx.request.type; // lower-cased media type without parameters
     const isJson = type === 'application/json' || type.endsWith('+json') || type === '';
     const isForm = type === 'application/x-www-form-urlencoded';

@@ -1,6 +1,6 @@
 // How each HTTP area writes an AppError: OpenAI's shape, one-api's envelope, or {error}; the middleware that does it.
 import type { Context, Middleware } from 'koa';
-import { type AppError, toAppError } from '../errors.js';
+import { type AppError, openaiErrorBody, toAppError } from '../errors.js';
 
 /** How an API area writes its errors. */
 export type ErrorShape = 'openai' | 'envelope' | 'plain';
@@ -11,29 +11,10 @@ export function errorShapeFor(path: string): ErrorShape {
   return 'plain';
 }
 
-const OPENAI_TYPES: Record<number, string> = {
-  400: 'invalid_request_error',
-  401: 'invalid_request_error',
-  403: 'insufficient_quota',
-  404: 'invalid_request_error',
-  405: 'invalid_request_error',
-  409: 'invalid_request_error',
-  413: 'invalid_request_error',
-  415: 'invalid_request_error',
-  429: 'rate_limit_error',
-};
-
 export function errorBody(shape: ErrorShape, err: AppError): unknown {
   switch (shape) {
     case 'openai':
-      return {
-        error: {
-          message: err.message,
-          type: err.type ?? OPENAI_TYPES[err.status] ?? (err.status >= 500 ? 'server_error' : 'invalid_request_error'),
-          param: err.param ?? null,
-          code: err.code ?? null,
-        },
-      };
+      return openaiErrorBody(err);
     case 'envelope':
       return { success: false, message: err.message };
     default:

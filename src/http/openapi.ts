@@ -26,6 +26,18 @@ const IDEMPOTENT_ANSWERS = {
   '422': 'this Idempotency-Key was used for another request (method, path or body differ)',
 };
 
+/** An upload (`body: 'multipart'`): OpenAI's POST /v1/files form. */
+const UPLOAD_SCHEMA = {
+  type: 'object',
+  required: ['file', 'purpose'],
+  properties: {
+    file: { type: 'string', format: 'binary', description: 'The file (JSONL: one request per line)' },
+    purpose: { type: 'string', enum: ['batch'] },
+    'expires_after[anchor]': { type: 'string', enum: ['created_at'] },
+    'expires_after[seconds]': { type: 'integer', minimum: 3600, maximum: 2592000 },
+  },
+};
+
 const schemaOf = (s: z.ZodType) => {
   const { $schema: _ignored, ...rest } = z.toJSONSchema(s, { io: 'input', unrepresentable: 'any' }) as Record<string, unknown>;
   return rest;
@@ -84,7 +96,12 @@ export function openApiDocument(endpoints: readonly Endpoint[]): unknown {
         ? {
             requestBody: {
               required: true,
-              content: e.body === 'text' ? { 'text/plain': { schema: { type: 'string' } } } : { 'application/json': { schema: schemaOf(e.body) } },
+              content:
+                e.body === 'text'
+                  ? { 'text/plain': { schema: { type: 'string' } } }
+                  : e.body === 'multipart'
+                    ? { 'multipart/form-data': { schema: UPLOAD_SCHEMA } }
+                    : { 'application/json': { schema: schemaOf(e.body) } },
             },
           }
         : {}),

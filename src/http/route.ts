@@ -28,7 +28,7 @@ export interface Endpoint {
   tag: string;
   summary: string;
   auth: Auth;
-  body?: z.ZodType | 'text';
+  body?: z.ZodType | 'text' | 'multipart';
   query?: z.ZodObject;
   responses: Record<number, ResponseSpec>;
   /** Answers 202 with Prefer: respond-async or when SYNC_WAIT_MS runs out. */
@@ -45,8 +45,11 @@ type PathSchemas = Record<string, z.ZodType>;
 export interface RouteSpec extends Omit<Endpoint, 'method' | 'tag' | 'body' | 'query'> {
   /** More than one method: the same handler for each (msOauth2api takes GET and POST alike). */
   method: Method | Method[];
-  /** The JSON body (parsed with `parse`, an absent body read as `emptyBody`), or 'text' (handed over as sent). */
-  body?: z.ZodType | 'text';
+  /**
+   * The JSON body (parsed with `parse`, an absent body read as `emptyBody`), 'text' (handed over as sent), or
+   * 'multipart' (an upload: left unread for the handler to stream from ctx.req, documented as a file and a purpose).
+   */
+  body?: z.ZodType | 'text' | 'multipart';
   /** What an absent body is read as before `body` parses it (default `{}`). */
   emptyBody?: unknown;
   /**
@@ -166,7 +169,7 @@ export function enforced(p: Platform, spec: RouteSpec, handler: Handler<RouteSpe
     const rawBody = ctx.request.body;
     const body = spec.parseBody
       ? spec.parseBody(rawBody, ctx.params as Record<string, string>)
-      : spec.body && spec.body !== 'text'
+      : spec.body && spec.body !== 'text' && spec.body !== 'multipart'
         ? parse(spec.body, rawBody ?? emptyBody)
         : rawBody;
     const input = { p, principal, body, query, path, params } as Input<RouteSpec>;

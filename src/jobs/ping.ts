@@ -23,4 +23,11 @@ const definePing = <Q extends QueueName>(queue: Q) =>
   });
 
 /** The platform's own jobs, one per queue (POST /api/jobs/ping): the composition root lists them with the areas'. */
-export const pingJobs = [definePing('content'), definePing('embeddings'), definePing('mail'), definePing('webhooks'), definePing('schedules')] as const;
+export const pingJobs = [
+  definePing('content'),
+  definePing('embeddings'),
+  definePing('mail'),
+  definePing('webhooks'),
+  definePing('schedules'),
+  definePing('batches'),
+] as const;

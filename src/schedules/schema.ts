@@ -23,7 +23,7 @@ export type UserKind = keyof typeof userKinds;
 export const USER_KINDS = Object.keys(userKinds) as UserKind[];
 
 /** The platform's own schedules (housekeeping), one row each, admins only; their job runs as no one. */
-export const SYSTEM_KINDS = ['logs.maintain'] as const;
+export const SYSTEM_KINDS = ['logs.maintain', 'files.expire'] as const;
 export type SystemKind = (typeof SYSTEM_KINDS)[number];
 
 const name = z.string().trim().min(1, 'must not be empty').max(100, 'must be at most 100 characters');

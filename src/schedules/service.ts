@@ -220,6 +220,7 @@ export async function deleteSchedule(p: Platform, viewer: Viewer, id: number): P
 /** The platform's own schedules (housekeeping that used to start as a side effect of starting the API). */
 export const SYSTEM_SCHEDULES = [
   { key: 'logs.maintain', name: 'Log partitions, retention and the job index', kind: 'logs.maintain', every: 3_600_000 },
+  { key: 'files.expire', name: "Expired files (the Batch API's uploads and results)", kind: 'files.expire', every: 3_600_000 },
 ] as const;
 
 /**

@@ -2,8 +2,8 @@
 import { z } from 'zod';
 import { httpUrl } from '../validate.js';
 
-/** The events an endpoint may ask for: a job of its owner ended. */
-export const EVENT_TYPES = ['job.completed', 'job.failed', 'job.cancelled'] as const;
+/** The events an endpoint may ask for: a job of its owner ended; a batch of its owner (the Batch API) ended. */
+export const EVENT_TYPES = ['job.completed', 'job.failed', 'job.cancelled', 'batch.completed', 'batch.failed', 'batch.expired', 'batch.cancelled'] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 
 export const MAX_URL_LENGTH = 2_000;

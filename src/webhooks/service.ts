@@ -135,15 +135,21 @@ export function eventBody(end: JobEnd, config: Config): string {
  */
 export async function jobEnded(p: Platform, end: JobEnd): Promise<void> {
   if (end.owner === null || end.queue === 'webhooks' || p.jobs.kind(end.name).reply === 'direct') return;
-  const type = `job.${end.state}`;
-  const endpoints = await store.subscribedEndpoints(p.db, end.owner, type);
+  await announceEvent(p, { id: eventIdOf(end.id, end.state), ownerId: end.owner, type: `job.${end.state}`, body: eventBody(end, p.config) });
+}
+
+/**
+ * An event of another area (a batch's end): recorded once under its id, and a delivery job for each of the owner's
+ * endpoints that take its type, as for a job's end. `body` is the event as sent.
+ */
+export async function announceEvent(p: Platform, event: { id: string; ownerId: number; type: s.EventType; body: string }): Promise<void> {
+  const endpoints = await store.subscribedEndpoints(p.db, event.ownerId, event.type);
   if (endpoints.length === 0) return;
-  const id = eventIdOf(end.id, end.state);
-  await store.saveEvent(p.db, { id, owner_id: end.owner, type, body: eventBody(end, p.config) });
+  await store.saveEvent(p.db, { id: event.id, owner_id: event.ownerId, type: event.type, body: event.body });
   const options = deliveryOptions(p.config);
   await Promise.all(
     endpoints.map((endpointId) =>
-      p.jobs.enqueue('webhooks.deliver', { eventId: id, endpointId }, { owner: end.owner, jobId: deliveryJobId(id, endpointId), options }),
+      p.jobs.enqueue('webhooks.deliver', { eventId: event.id, endpointId }, { owner: event.ownerId, jobId: deliveryJobId(event.id, endpointId), options }),
     ),
   );
 }

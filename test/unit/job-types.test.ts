@@ -53,6 +53,11 @@ describe('job types (npm run typecheck)', () => {
       | 'logs.maintain'
       | 'schedules.tick'
       | 'schedules.ping'
+      | 'batches.ping'
+      | 'batches.run'
+      | 'batches.chunk'
+      | 'batches.finalize'
+      | 'files.expire'
     >();
     expectTypeOf<ResultOf<'mail.ping'>>().toEqualTypeOf<PingResult>();
   });

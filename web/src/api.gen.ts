@@ -924,7 +924,7 @@ export interface paths {
                     cursor?: string;
                     limit?: number;
                     name?: string;
-                    queue?: "content" | "embeddings" | "mail" | "webhooks" | "schedules";
+                    queue?: "content" | "embeddings" | "mail" | "webhooks" | "schedules" | "batches";
                     state?: "waiting" | "active" | "delayed" | "completed" | "failed" | "cancelled";
                     user?: number;
                 };
@@ -954,7 +954,7 @@ export interface paths {
                                 processedAt: string | null;
                                 progress: unknown;
                                 /** @enum {string} */
-                                queue: "content" | "embeddings" | "mail" | "webhooks" | "schedules";
+                                queue: "content" | "embeddings" | "mail" | "webhooks" | "schedules" | "batches";
                                 /** @enum {string} */
                                 state: "waiting" | "active" | "delayed" | "completed" | "failed" | "cancelled";
                                 statusUrl: string;
@@ -1036,7 +1036,7 @@ export interface paths {
                             processedAt: string | null;
                             progress: unknown;
                             /** @enum {string} */
-                            queue: "content" | "embeddings" | "mail" | "webhooks" | "schedules";
+                            queue: "content" | "embeddings" | "mail" | "webhooks" | "schedules" | "batches";
                             result: unknown;
                             /** @enum {string} */
                             state: "waiting" | "active" | "delayed" | "completed" | "failed" | "cancelled";
@@ -1093,7 +1093,7 @@ export interface paths {
                             processedAt: string | null;
                             progress: unknown;
                             /** @enum {string} */
-                            queue: "content" | "embeddings" | "mail" | "webhooks" | "schedules";
+                            queue: "content" | "embeddings" | "mail" | "webhooks" | "schedules" | "batches";
                             result: unknown;
                             /** @enum {string} */
                             state: "waiting" | "active" | "delayed" | "completed" | "failed" | "cancelled";
@@ -1119,7 +1119,7 @@ export interface paths {
                             processedAt: string | null;
                             progress: unknown;
                             /** @enum {string} */
-                            queue: "content" | "embeddings" | "mail" | "webhooks" | "schedules";
+                            queue: "content" | "embeddings" | "mail" | "webhooks" | "schedules" | "batches";
                             result: unknown;
                             /** @enum {string} */
                             state: "waiting" | "active" | "delayed" | "completed" | "failed" | "cancelled";
@@ -1251,7 +1251,7 @@ export interface paths {
                             processedAt: string | null;
                             progress: unknown;
                             /** @enum {string} */
-                            queue: "content" | "embeddings" | "mail" | "webhooks" | "schedules";
+                            queue: "content" | "embeddings" | "mail" | "webhooks" | "schedules" | "batches";
                             result: unknown;
                             /** @enum {string} */
                             state: "waiting" | "active" | "delayed" | "completed" | "failed" | "cancelled";
@@ -6574,7 +6574,7 @@ export interface paths {
                         description?: string;
                         /** @default true */
                         enabled?: boolean;
-                        event_types?: ("job.completed" | "job.failed" | "job.cancelled")[];
+                        event_types?: ("job.completed" | "job.failed" | "job.cancelled" | "batch.completed" | "batch.failed" | "batch.expired" | "batch.cancelled")[];
                         url: string;
                     };
                 };
@@ -6772,7 +6772,7 @@ export interface paths {
                     "application/json": {
                         description?: string;
                         enabled?: boolean;
-                        event_types?: ("job.completed" | "job.failed" | "job.cancelled")[];
+                        event_types?: ("job.completed" | "job.failed" | "job.cancelled" | "batch.completed" | "batch.failed" | "batch.expired" | "batch.cancelled")[];
                         url?: string;
                     };
                 };
@@ -7258,6 +7258,501 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/batches": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: {
+            parameters: {
+                query?: {
+                    after?: string;
+                    limit?: number;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: {
+                                cancelled_at: number | null;
+                                cancelling_at: number | null;
+                                completed_at: number | null;
+                                completion_window: string;
+                                created_at: number;
+                                endpoint: string;
+                                error_file_id: string | null;
+                                errors: {
+                                    data: {
+                                        code: string;
+                                        line: number | null;
+                                        message: string;
+                                        param: string | null;
+                                    }[];
+                                    /** @constant */
+                                    object: "list";
+                                } | null;
+                                expired_at: number | null;
+                                expires_at: number | null;
+                                failed_at: number | null;
+                                finalizing_at: number | null;
+                                /** @description batch_… */
+                                id: string;
+                                in_progress_at: number | null;
+                                input_file_id: string;
+                                metadata: {
+                                    [key: string]: string;
+                                } | null;
+                                model: string | null;
+                                /** @constant */
+                                object: "batch";
+                                output_file_id: string | null;
+                                request_counts: {
+                                    completed: number;
+                                    failed: number;
+                                    total: number;
+                                };
+                                /** @enum {string} */
+                                status: "validating" | "failed" | "in_progress" | "finalizing" | "completed" | "expired" | "cancelling" | "cancelled";
+                                usage: {
+                                    input_tokens: number;
+                                    input_tokens_details: {
+                                        cached_tokens: number;
+                                    };
+                                    output_tokens: number;
+                                    output_tokens_details: {
+                                        reasoning_tokens: number;
+                                    };
+                                    total_tokens: number;
+                                };
+                            }[];
+                            first_id: string | null;
+                            has_more: boolean;
+                            last_id: string | null;
+                            /** @constant */
+                            object: "list";
+                        };
+                    };
+                };
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+            };
+        };
+        put?: never;
+        post: {
+            parameters: {
+                query?: never;
+                header?: {
+                    /** @description Makes the request safe to send again: the same key from the same user with the same request (method, path, query, body) within IDEMPOTENCY_TTL_SECONDS (24 h) answers what the first one answered, with `Idempotent-Replayed: true`, and does nothing again. 1-255 printable ASCII characters, bare or quoted (RFC 8941 string). */
+                    "Idempotency-Key"?: string;
+                };
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        completion_window: string;
+                        endpoint: string;
+                        input_file_id: string;
+                        metadata?: {
+                            [key: string]: string;
+                        } | null;
+                        output_expires_after?: {
+                            /** @constant */
+                            anchor: "created_at";
+                            seconds: number;
+                        };
+                    };
+                };
+            };
+            responses: {
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            cancelled_at: number | null;
+                            cancelling_at: number | null;
+                            completed_at: number | null;
+                            completion_window: string;
+                            created_at: number;
+                            endpoint: string;
+                            error_file_id: string | null;
+                            errors: {
+                                data: {
+                                    code: string;
+                                    line: number | null;
+                                    message: string;
+                                    param: string | null;
+                                }[];
+                                /** @constant */
+                                object: "list";
+                            } | null;
+                            expired_at: number | null;
+                            expires_at: number | null;
+                            failed_at: number | null;
+                            finalizing_at: number | null;
+                            /** @description batch_… */
+                            id: string;
+                            in_progress_at: number | null;
+                            input_file_id: string;
+                            metadata: {
+                                [key: string]: string;
+                            } | null;
+                            model: string | null;
+                            /** @constant */
+                            object: "batch";
+                            output_file_id: string | null;
+                            request_counts: {
+                                completed: number;
+                                failed: number;
+                                total: number;
+                            };
+                            /** @enum {string} */
+                            status: "validating" | "failed" | "in_progress" | "finalizing" | "completed" | "expired" | "cancelling" | "cancelled";
+                            usage: {
+                                input_tokens: number;
+                                input_tokens_details: {
+                                    cached_tokens: number;
+                                };
+                                output_tokens: number;
+                                output_tokens_details: {
+                                    reasoning_tokens: number;
+                                };
+                                total_tokens: number;
+                            };
+                        };
+                    };
+                };
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string | null;
+                                message: string;
+                                param: string | null;
+                                type: string;
+                            };
+                        };
+                    };
+                };
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string | null;
+                                message: string;
+                                param: string | null;
+                                type: string;
+                            };
+                        };
+                    };
+                };
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                410: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/batches/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            cancelled_at: number | null;
+                            cancelling_at: number | null;
+                            completed_at: number | null;
+                            completion_window: string;
+                            created_at: number;
+                            endpoint: string;
+                            error_file_id: string | null;
+                            errors: {
+                                data: {
+                                    code: string;
+                                    line: number | null;
+                                    message: string;
+                                    param: string | null;
+                                }[];
+                                /** @constant */
+                                object: "list";
+                            } | null;
+                            expired_at: number | null;
+                            expires_at: number | null;
+                            failed_at: number | null;
+                            finalizing_at: number | null;
+                            /** @description batch_… */
+                            id: string;
+                            in_progress_at: number | null;
+                            input_file_id: string;
+                            metadata: {
+                                [key: string]: string;
+                            } | null;
+                            model: string | null;
+                            /** @constant */
+                            object: "batch";
+                            output_file_id: string | null;
+                            request_counts: {
+                                completed: number;
+                                failed: number;
+                                total: number;
+                            };
+                            /** @enum {string} */
+                            status: "validating" | "failed" | "in_progress" | "finalizing" | "completed" | "expired" | "cancelling" | "cancelled";
+                            usage: {
+                                input_tokens: number;
+                                input_tokens_details: {
+                                    cached_tokens: number;
+                                };
+                                output_tokens: number;
+                                output_tokens_details: {
+                                    reasoning_tokens: number;
+                                };
+                                total_tokens: number;
+                            };
+                        };
+                    };
+                };
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string | null;
+                                message: string;
+                                param: string | null;
+                                type: string;
+                            };
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/batches/{id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post: {
+            parameters: {
+                query?: never;
+                header?: {
+                    /** @description Makes the request safe to send again: the same key from the same user with the same request (method, path, query, body) within IDEMPOTENCY_TTL_SECONDS (24 h) answers what the first one answered, with `Idempotent-Replayed: true`, and does nothing again. 1-255 printable ASCII characters, bare or quoted (RFC 8941 string). */
+                    "Idempotency-Key"?: string;
+                };
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            cancelled_at: number | null;
+                            cancelling_at: number | null;
+                            completed_at: number | null;
+                            completion_window: string;
+                            created_at: number;
+                            endpoint: string;
+                            error_file_id: string | null;
+                            errors: {
+                                data: {
+                                    code: string;
+                                    line: number | null;
+                                    message: string;
+                                    param: string | null;
+                                }[];
+                                /** @constant */
+                                object: "list";
+                            } | null;
+                            expired_at: number | null;
+                            expires_at: number | null;
+                            failed_at: number | null;
+                            finalizing_at: number | null;
+                            /** @description batch_… */
+                            id: string;
+                            in_progress_at: number | null;
+                            input_file_id: string;
+                            metadata: {
+                                [key: string]: string;
+                            } | null;
+                            model: string | null;
+                            /** @constant */
+                            object: "batch";
+                            output_file_id: string | null;
+                            request_counts: {
+                                completed: number;
+                                failed: number;
+                                total: number;
+                            };
+                            /** @enum {string} */
+                            status: "validating" | "failed" | "in_progress" | "finalizing" | "completed" | "expired" | "cancelling" | "cancelled";
+                            usage: {
+                                input_tokens: number;
+                                input_tokens_details: {
+                                    cached_tokens: number;
+                                };
+                                output_tokens: number;
+                                output_tokens_details: {
+                                    reasoning_tokens: number;
+                                };
+                                total_tokens: number;
+                            };
+                        };
+                    };
+                };
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string | null;
+                                message: string;
+                                param: string | null;
+                                type: string;
+                            };
+                        };
+                    };
+                };
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string | null;
+                                message: string;
+                                param: string | null;
+                                type: string;
+                            };
+                        };
+                    };
+                };
+                410: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                422: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/embeddings": {
         parameters: {
             query?: never;
@@ -7510,6 +8005,345 @@ export interface paths {
                 };
             };
         };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/files": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: {
+            parameters: {
+                query?: {
+                    after?: string;
+                    limit?: number;
+                    order?: "asc" | "desc";
+                    purpose?: string;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: {
+                                bytes: number;
+                                /** @description Unix seconds */
+                                created_at: number;
+                                expires_at: number | null;
+                                filename: string;
+                                /** @description file-… */
+                                id: string;
+                                /** @constant */
+                                object: "file";
+                                /** @description batch (uploaded) or batch_output (a batch’s output or error file) */
+                                purpose: string;
+                                /** @description processed (OpenAI’s deprecated field) */
+                                status: string;
+                                status_details: null;
+                            }[];
+                            first_id: string | null;
+                            has_more: boolean;
+                            last_id: string | null;
+                            /** @constant */
+                            object: "list";
+                        };
+                    };
+                };
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+            };
+        };
+        put?: never;
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "multipart/form-data": {
+                        /** @enum {string} */
+                        "expires_after[anchor]"?: "created_at";
+                        "expires_after[seconds]"?: number;
+                        /**
+                         * Format: binary
+                         * @description The file (JSONL: one request per line)
+                         */
+                        file: string;
+                        /** @enum {string} */
+                        purpose: "batch";
+                    };
+                };
+            };
+            responses: {
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            bytes: number;
+                            /** @description Unix seconds */
+                            created_at: number;
+                            expires_at: number | null;
+                            filename: string;
+                            /** @description file-… */
+                            id: string;
+                            /** @constant */
+                            object: "file";
+                            /** @description batch (uploaded) or batch_output (a batch’s output or error file) */
+                            purpose: string;
+                            /** @description processed (OpenAI’s deprecated field) */
+                            status: string;
+                            status_details: null;
+                        };
+                    };
+                };
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string | null;
+                                message: string;
+                                param: string | null;
+                                type: string;
+                            };
+                        };
+                    };
+                };
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string | null;
+                                message: string;
+                                param: string | null;
+                                type: string;
+                            };
+                        };
+                    };
+                };
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string | null;
+                                message: string;
+                                param: string | null;
+                                type: string;
+                            };
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/files/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            bytes: number;
+                            /** @description Unix seconds */
+                            created_at: number;
+                            expires_at: number | null;
+                            filename: string;
+                            /** @description file-… */
+                            id: string;
+                            /** @constant */
+                            object: "file";
+                            /** @description batch (uploaded) or batch_output (a batch’s output or error file) */
+                            purpose: string;
+                            /** @description processed (OpenAI’s deprecated field) */
+                            status: string;
+                            status_details: null;
+                        };
+                    };
+                };
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string | null;
+                                message: string;
+                                param: string | null;
+                                type: string;
+                            };
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            deleted: boolean;
+                            id: string;
+                            /** @constant */
+                            object: "file";
+                        };
+                    };
+                };
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string | null;
+                                message: string;
+                                param: string | null;
+                                type: string;
+                            };
+                        };
+                    };
+                };
+            };
+        };
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/files/{id}/content": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            error: {
+                                code: string | null;
+                                message: string;
+                                param: string | null;
+                                type: string;
+                            };
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;

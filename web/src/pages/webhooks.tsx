@@ -10,7 +10,7 @@ import { useListChanges } from '../paged-list';
 import type { WebhookDelivery, WebhookEndpoint, WebhookWithSecret } from '../types';
 import { askDelete, Badge, CopyButton, DialogFor, ErrorNote, Page, toast, useAction, useAsync } from '../ui';
 
-const EVENT_TYPES = ['job.completed', 'job.failed', 'job.cancelled'];
+const EVENT_TYPES = ['job.completed', 'job.failed', 'job.cancelled', 'batch.completed', 'batch.failed', 'batch.expired', 'batch.cancelled'];
 
 export default function WebhooksPage() {
   const endpoints = useAsync(async () => (await call<WebhookEndpoint[]>('GET', '/api/webhooks')).data, []);

@@ -1,0 +1,290 @@
+// Files and batches in Postgres: a file's bytes in parts (read back one part at a time), a batch's row, its checked
+// requests (one row per input line), its lines' outcomes (one row per line, written once) and its ended chunks.
+import crypto from 'node:crypto';
+import type { Db } from '../db.js';
+import type { BatchRow, BatchStatus, FileRow } from './schema.js';
+
+/** A file's bytes are stored in parts of at most this size: an upload or a download holds one part at a time. */
+export const PART_BYTES = 1024 * 1024;
+
+const randomId = (prefix: string) => `${prefix}${crypto.randomBytes(12).toString('hex')}`;
+export const newFileId = () => randomId('file-');
+export const newBatchId = () => randomId('batch_');
+
+// ---- files ----------------------------------------------------------------------------------------------------------
+
+export async function createFile(db: Db, f: { id: string; ownerId: number; filename: string; purpose: string; expiresAt: Date | null }): Promise<void> {
+  await db('files').insert({ id: f.id, owner_id: f.ownerId, filename: f.filename, purpose: f.purpose, status: 'uploading', expires_at: f.expiresAt });
+}
+
+export async function addPart(db: Db, fileId: string, seq: number, data: Buffer): Promise<void> {
+  await db('file_parts').insert({ file_id: fileId, seq, data });
+}
+
+/** The upload is whole: listed and readable from now on. */
+export async function finishFile(db: Db, id: string, bytes: number, purpose: string): Promise<FileRow> {
+  const [row] = await db('files').where({ id }).update({ status: 'uploaded', bytes, purpose }).returning('*');
+  return row as FileRow;
+}
+
+export async function dropFile(db: Db, id: string): Promise<void> {
+  await db('files').where({ id }).delete();
+}
+
+export async function getFile(db: Db, ownerId: number, id: string): Promise<FileRow | undefined> {
+  return db('files').where({ id, owner_id: ownerId, status: 'uploaded' }).first<FileRow | undefined>();
+}
+
+export const fileById = (db: Db, id: string) => db('files').where({ id, status: 'uploaded' }).first<FileRow | undefined>();
+
+export async function countFiles(db: Db, ownerId: number): Promise<number> {
+  const [{ n }] = await db('files').where({ owner_id: ownerId }).count<{ n: string }[]>({ n: '*' });
+  return Number(n);
+}
+
+export async function listFiles(db: Db, ownerId: number, q: { purpose?: string; limit: number; order: 'asc' | 'desc'; after?: string }): Promise<FileRow[]> {
+  const query = db('files').where({ owner_id: ownerId, status: 'uploaded' });
+  if (q.purpose) query.andWhere({ purpose: q.purpose });
+  if (q.after) {
+    const cursor = db('files').where({ id: q.after, owner_id: ownerId }).select('created_at', 'id');
+    query.andWhereRaw(`(created_at, id) ${q.order === 'desc' ? '<' : '>'} (${cursor.toQuery()})`);
+  }
+  return query
+    .orderBy([
+      { column: 'created_at', order: q.order },
+      { column: 'id', order: q.order },
+    ])
+    .limit(q.limit + 1);
+}
+
+export async function deleteFile(db: Db, ownerId: number, id: string): Promise<boolean> {
+  return (await db('files').where({ id, owner_id: ownerId }).delete()) > 0;
+}
+
+/** A file's bytes, a part at a time. */
+export async function* readFile(db: Db, id: string): AsyncGenerator<Buffer> {
+  for (let seq = 0; ; seq++) {
+    const part = await db('file_parts').where({ file_id: id, seq }).first<{ data: Buffer | Uint8Array } | undefined>('data');
+    if (!part) return;
+    yield Buffer.isBuffer(part.data) ? part.data : Buffer.from(part.data);
+  }
+}
+
+/** Files past their expiry, deleted with their parts (up to `limit` at a time); answers how many. */
+export async function deleteExpiredFiles(db: Db, now: Date, limit = 500): Promise<number> {
+  const ids = db('files').where('expires_at', '<', now).select('id').limit(limit);
+  return db('files').whereIn('id', ids).delete();
+}
+
+/** Uploads that never finished (their process died mid-way), older than `before`. */
+export async function deleteStaleUploads(db: Db, before: Date): Promise<number> {
+  return db('files').where({ status: 'uploading' }).andWhere('created_at', '<', before).delete();
+}
+
+/**
+ * Writes a file from lines (each without its newline), a part at a time; answers its row, or null when there were no
+ * lines (no file is made).
+ */
+export async function writeLines(
+  db: Db,
+  f: { id: string; ownerId: number; filename: string; purpose: string; expiresAt: Date | null },
+  lines: AsyncIterable<string>,
+): Promise<FileRow | null> {
+  const id = f.id;
+  let made = false;
+  let seq = 0;
+  let bytes = 0;
+  let pending: Buffer[] = [];
+  let pendingBytes = 0;
+  const flush = async () => {
+    if (!pendingBytes) return;
+    await addPart(db, id, seq++, Buffer.concat(pending));
+    pending = [];
+    pendingBytes = 0;
+  };
+  for await (const line of lines) {
+    if (!made) {
+      await createFile(db, f);
+      made = true;
+    }
+    const b = Buffer.from(`${line}\n`);
+    pending.push(b);
+    pendingBytes += b.length;
+    bytes += b.length;
+    if (pendingBytes >= PART_BYTES) await flush();
+  }
+  if (!made) return null;
+  await flush();
+  return finishFile(db, id, bytes, f.purpose);
+}
+
+// ---- batches --------------------------------------------------------------------------------------------------------
+
+export async function createBatch(
+  db: Db,
+  b: {
+    id: string;
+    ownerId: number;
+    tokenId: number | null;
+    inputFileId: string;
+    endpoint: string;
+    completionWindow: string;
+    metadata: Record<string, string> | null;
+    expiresAt: Date;
+  },
+): Promise<BatchRow> {
+  const [row] = await db('batches')
+    .insert({
+      id: b.id,
+      owner_id: b.ownerId,
+      token_id: b.tokenId,
+      input_file_id: b.inputFileId,
+      endpoint: b.endpoint,
+      completion_window: b.completionWindow,
+      status: 'validating',
+      metadata: b.metadata ? JSON.stringify(b.metadata) : null,
+      created_at: db.fn.now(),
+      expires_at: b.expiresAt,
+    })
+    .returning('*');
+  return row as BatchRow;
+}
+
+export const batchById = (db: Db, id: string) => db('batches').where({ id }).first<BatchRow | undefined>();
+
+export const getBatch = (db: Db, ownerId: number, id: string) => db('batches').where({ id, owner_id: ownerId }).first<BatchRow | undefined>();
+
+export async function listBatches(db: Db, ownerId: number, q: { limit: number; after?: string }): Promise<BatchRow[]> {
+  const query = db('batches').where({ owner_id: ownerId });
+  if (q.after) {
+    const cursor = db('batches').where({ id: q.after, owner_id: ownerId }).select('created_at', 'id');
+    query.andWhereRaw(`(created_at, id) < (${cursor.toQuery()})`);
+  }
+  return query
+    .orderBy([
+      { column: 'created_at', order: 'desc' },
+      { column: 'id', order: 'desc' },
+    ])
+    .limit(q.limit + 1);
+}
+
+/** Moves a batch to `to` (with its timestamp, and more fields) only from one of `from`; answers the row when it moved. */
+export async function moveBatch(
+  db: Db,
+  id: string,
+  from: readonly BatchStatus[],
+  to: BatchStatus,
+  more: Record<string, unknown> = {},
+): Promise<BatchRow | undefined> {
+  const [row] = await db('batches')
+    .where({ id })
+    .whereIn('status', from as BatchStatus[])
+    .update({ status: to, [`${to}_at`]: db.fn.now(), ...more })
+    .returning('*');
+  return row as BatchRow | undefined;
+}
+
+/** A batch's checked requests, inserted (again: a validation that is run again after a crash writes the same rows). */
+export async function addRequests(db: Db, rows: { batch_id: string; line: number; custom_id: string; request: string }[]): Promise<void> {
+  if (rows.length) await db('batch_requests').insert(rows).onConflict(['batch_id', 'line']).ignore();
+}
+
+/** Lines a failed check answered at once (their outcome is written now, in the error file later). */
+export async function addResults(db: Db, rows: { batch_id: string; line: number; ok: boolean; output: string }[]): Promise<number> {
+  if (!rows.length) return 0;
+  const inserted = await db('batch_results').insert(rows).onConflict(['batch_id', 'line']).ignore().returning('line');
+  return inserted.length;
+}
+
+/** A validation run again from the start: what the last one wrote goes. */
+export async function clearLines(db: Db, batchId: string): Promise<void> {
+  await db('batch_results').where({ batch_id: batchId }).delete();
+  await db('batch_requests').where({ batch_id: batchId }).delete();
+}
+
+/** The requests of lines [from, to) that have no outcome yet. */
+export async function pendingRequests(db: Db, batchId: string, from: number, to: number): Promise<{ line: number; custom_id: string; request: string }[]> {
+  return db('batch_requests as r')
+    .where('r.batch_id', batchId)
+    .andWhere('r.line', '>=', from)
+    .andWhere('r.line', '<', to)
+    .whereNotExists(db('batch_results as o').where('o.batch_id', batchId).andWhereRaw('o.line = r.line'))
+    .orderBy('r.line')
+    .select('r.line', 'r.custom_id', 'r.request');
+}
+
+/** Marks a chunk ended (once) and answers how many of the batch's chunks have. */
+export async function chunkEnded(db: Db, batchId: string, chunk: number): Promise<number> {
+  await db('batch_chunks').insert({ batch_id: batchId, chunk }).onConflict(['batch_id', 'chunk']).ignore();
+  const [{ n }] = await db('batch_chunks').where({ batch_id: batchId }).count<{ n: string }[]>({ n: '*' });
+  return Number(n);
+}
+
+/** Adds to a batch's counts (in the transaction that wrote the outcomes). */
+export async function countLines(db: Db, batchId: string, completed: number, failed: number, promptTokens: number): Promise<void> {
+  if (!completed && !failed) return;
+  await db('batches')
+    .where({ id: batchId })
+    .update({
+      completed: db.raw('completed + ?', [completed]),
+      failed: db.raw('failed + ?', [failed]),
+      prompt_tokens: db.raw('prompt_tokens + ?', [promptTokens]),
+    });
+}
+
+/** Outcomes in line order, a page at a time: `ok` lines for the output file, the others for the error file. */
+export async function* outcomes(db: Db, batchId: string, ok: boolean, pageSize = 500): AsyncGenerator<string> {
+  let after = -1;
+  for (;;) {
+    const rows = await db('batch_results')
+      .where({ batch_id: batchId, ok })
+      .andWhere('line', '>', after)
+      .orderBy('line')
+      .limit(pageSize)
+      .select('line', 'output');
+    for (const r of rows) yield r.output as string;
+    if (rows.length < pageSize) return;
+    after = rows.at(-1)!.line as number;
+  }
+}
+
+/** The lines that never ran (cancelled or expired), a page at a time. */
+export async function* unrun(db: Db, batchId: string, pageSize = 500): AsyncGenerator<{ line: number; custom_id: string }[]> {
+  let after = -1;
+  for (;;) {
+    const rows: { line: number; custom_id: string }[] = await db('batch_requests as r')
+      .where('r.batch_id', batchId)
+      .andWhere('r.line', '>', after)
+      .whereNotExists(db('batch_results as o').where('o.batch_id', batchId).andWhereRaw('o.line = r.line'))
+      .orderBy('r.line')
+      .limit(pageSize)
+      .select('r.line', 'r.custom_id');
+    if (rows.length) yield rows;
+    if (rows.length < pageSize) return;
+    after = rows.at(-1)!.line;
+  }
+}
+
+/** A batch's outcomes counted: lines that succeeded, and the others. */
+export async function countOutcomes(db: Db, batchId: string): Promise<{ completed: number; failed: number }> {
+  const rows = await db('batch_results').where({ batch_id: batchId }).groupBy('ok').select('ok', db.raw('count(*)::int as n'));
+  const n = (ok: boolean) => Number(rows.find((r: { ok: boolean }) => r.ok === ok)?.n ?? 0);
+  return { completed: n(true), failed: n(false) };
+}
+
+/** Once the files are written, the batch's requests and outcomes are no longer needed. */
+export async function dropLines(db: Db, batchId: string): Promise<void> {
+  await db('batch_requests').where({ batch_id: batchId }).delete();
+  await db('batch_results').where({ batch_id: batchId }).delete();
+  await db('batch_chunks').where({ batch_id: batchId }).delete();
+}
+
+/** The API key a batch was created with, as it is now (its models, its quota), or undefined once deleted. */
+export async function batchToken(
+  db: Db,
+  tokenId: number,
+): Promise<
+  { id: number; name: string; status: number; models: string | null; unlimited_quota: boolean; expired_time: number; remain_quota: number } | undefined
+> {
+  return db('tokens').where({ id: tokenId }).first('id', 'name', 'status', 'models', 'unlimited_quota', 'expired_time', 'remain_quota');
+}
