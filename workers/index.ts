@@ -27,6 +27,7 @@ import { recordJob } from '../src/metrics.js';
 import type { Platform } from '../src/platform.js';
 import { createRedis, publishTo, subscribeTo } from '../src/redis.js';
 import { describeIssue } from '../src/validate.js';
+import { repeatJittered, watchFailures } from './failures.js';
 
 /**
  * The job kinds a worker is to run, checked before any worker starts, so that a deployment with a gap refuses to run
@@ -62,8 +63,10 @@ export async function startWorkers(p: Platform, queues: readonly QueueName[]): P
   const used = new Set(Object.values(kinds).map((d) => d.queue));
   const connection = createRedis(p.config, 'worker', 'worker');
   const workers: Worker[] = [];
-  for (const queue of queues) {
-    if (!used.has(queue)) continue;
+  // Ends no handler announced (BullMQ failed the job, or it failed before its handler ran): see failures.ts.
+  const consumed = queues.filter((q) => used.has(q));
+  const failures = watchFailures(p, consumed);
+  for (const queue of consumed) {
     const worker = new Worker<JobEnvelope>(queue, (job, token, signal) => dispatch(p, kinds, slots, job, token, signal), {
       connection,
       prefix: p.keys.queuePrefix(queue),
@@ -87,6 +90,8 @@ export async function startWorkers(p: Platform, queues: readonly QueueName[]): P
     });
     worker.on('failed', (job, err) => {
       p.log.warn({ queue, jobId: job?.id, job: job?.name, attempt: job?.attemptsMade, reason: err.message }, 'job attempt failed');
+      // Failed for good (BullMQ sets finishedOn only then): announced here unless its handler did.
+      if (job?.finishedOn) failures.failed(job);
     });
     workers.push(worker);
   }
@@ -98,6 +103,7 @@ export async function startWorkers(p: Platform, queues: readonly QueueName[]): P
     workers,
     async close(timeoutMs) {
       sweeper.stop();
+      failures.stop();
       cancels.disconnect();
       // Taking no more jobs from here on: readiness it announced goes first.
       for (const queue of queues) for (const hook of hooksOf(queue)) await hook.stop?.(p);
@@ -272,28 +278,12 @@ export const PAYLOAD_MIN_AGE_SECONDS = 86_400;
  * skip each other's rows).
  */
 function startSweeper(p: Platform): { stop(): void } {
-  let timer: NodeJS.Timeout | undefined;
-  let stopped = false;
-  const interval = p.config.JOB_SWEEP_INTERVAL_MS;
-  const schedule = (ms: number) => {
-    if (stopped) return;
-    timer = setTimeout(run, ms);
-    timer.unref();
-  };
-  const run = async () => {
+  return repeatJittered(p.config.JOB_SWEEP_INTERVAL_MS, async () => {
     try {
       const swept = await sweepJobStorage(p.db, { payloadMaxAgeSeconds: Math.max(p.config.JOB_KEEP_FAILED_SECONDS, PAYLOAD_MIN_AGE_SECONDS) });
       if (swept.payloads || swept.results) p.log.info(swept, 'swept orphaned job payloads and expired job results');
     } catch (err) {
       p.log.warn({ err }, 'job storage sweep failed');
     }
-    schedule(interval * (0.5 + Math.random()));
-  };
-  schedule(Math.min(interval, 30_000) * Math.random());
-  return {
-    stop() {
-      stopped = true;
-      clearTimeout(timer);
-    },
-  };
+  });
 }
