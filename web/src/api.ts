@@ -25,6 +25,8 @@ export interface CallOptions {
   signal?: AbortSignal;
   /** Send this text as text/plain instead of JSON. */
   text?: string;
+  /** Send this form as multipart/form-data (the browser writes its boundary). */
+  form?: FormData;
 }
 
 /** Called when a session-authenticated call answers 401: the session ended. */
@@ -47,37 +49,48 @@ function serverMessage(body: unknown): { message: string; code?: string } {
   return { message: '' };
 }
 
+/** Sends the request; a failure to reach the server at all is an ApiError with status 0. */
+async function send(method: string, path: string, opts: CallOptions, headers: Record<string, string>, body?: string | FormData): Promise<Response> {
+  try {
+    return await fetch(path, { method, headers, body, credentials: 'same-origin', signal: opts.signal });
+  } catch (err) {
+    if ((err as Error).name === 'AbortError') throw err;
+    throw new ApiError(0, '');
+  }
+}
+
+const parseJson = (raw: string): unknown => {
+  try {
+    return raw ? JSON.parse(raw) : undefined;
+  } catch {
+    return undefined;
+  }
+};
+
+/** The ApiError for an answer that is not 2xx (a 401 to a call without a credential of its own ends the session). */
+function failure(res: Response, parsed: unknown, headers: Record<string, string>, path: string): ApiError {
+  const { message, code } = serverMessage(parsed);
+  const retry = Number(res.headers.get('retry-after'));
+  // A key or token given explicitly failing is about that credential, not about the session.
+  if (res.status === 401 && !('authorization' in headers) && path !== '/api/user/login') sessionEnded();
+  return new ApiError(res.status, message, code, Number.isFinite(retry) && retry > 0 ? retry : undefined);
+}
+
 export async function call<T = unknown>(method: string, path: string, body?: unknown, opts: CallOptions = {}): Promise<ApiResponse<T>> {
   const headers: Record<string, string> = { accept: 'application/json', ...opts.headers };
-  let payload: string | undefined;
-  if (opts.text !== undefined) {
+  let payload: string | FormData | undefined;
+  if (opts.form !== undefined) {
+    payload = opts.form;
+  } else if (opts.text !== undefined) {
     headers['content-type'] = 'text/plain; charset=utf-8';
     payload = opts.text;
   } else if (body !== undefined) {
     headers['content-type'] = 'application/json';
     payload = JSON.stringify(body);
   }
-  let res: Response;
-  try {
-    res = await fetch(path, { method, headers, body: payload, credentials: 'same-origin', signal: opts.signal });
-  } catch (err) {
-    if ((err as Error).name === 'AbortError') throw err;
-    throw new ApiError(0, '');
-  }
-  const raw = await res.text();
-  let parsed: unknown;
-  try {
-    parsed = raw ? JSON.parse(raw) : undefined;
-  } catch {
-    parsed = undefined;
-  }
-  if (!res.ok) {
-    const { message, code } = serverMessage(parsed);
-    const retry = Number(res.headers.get('retry-after'));
-    // A key or token given explicitly failing is about that credential, not about the session.
-    if (res.status === 401 && !('authorization' in headers) && path !== '/api/user/login') sessionEnded();
-    throw new ApiError(res.status, message, code, Number.isFinite(retry) && retry > 0 ? retry : undefined);
-  }
+  const res = await send(method, path, opts, headers, payload);
+  const parsed = parseJson(await res.text());
+  if (!res.ok) throw failure(res, parsed, headers, path);
   // one-api's envelope: {success, message, data}.
   if (parsed && typeof parsed === 'object' && 'success' in parsed && 'message' in parsed) {
     const env = parsed as { success: boolean; message: string; data?: unknown };
@@ -85,6 +98,15 @@ export async function call<T = unknown>(method: string, path: string, body?: unk
     return { data: env.data as T, status: res.status, headers: res.headers };
   }
   return { data: parsed as T, status: res.status, headers: res.headers };
+}
+
+/** A file's bytes (GET), and the name its Content-Disposition gives it ('' when none). */
+export async function getBytes(path: string, opts: CallOptions = {}): Promise<{ blob: Blob; filename: string }> {
+  const headers: Record<string, string> = { ...opts.headers };
+  const res = await send('GET', path, opts, headers);
+  if (!res.ok) throw failure(res, parseJson(await res.text()), headers, path);
+  const filename = /filename="([^"]*)"/.exec(res.headers.get('content-disposition') ?? '')?.[1] ?? '';
+  return { blob: await res.blob(), filename };
 }
 
 export const get = async <T>(path: string, opts?: CallOptions): Promise<T> => (await call<T>('GET', path, undefined, opts)).data;

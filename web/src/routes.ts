@@ -21,6 +21,7 @@ export const ROUTES: RouteDef[] = [
   { path: '/mail/:email', load: () => import('./pages/mail-account'), minRole: ROLE.common },
   { path: '/jobs', load: () => import('./pages/jobs'), minRole: ROLE.common, nav: { label: 'nav.jobs', group: 'main' } },
   { path: '/schedules', load: () => import('./pages/schedules'), minRole: ROLE.common, nav: { label: 'nav.schedules', group: 'main' } },
+  { path: '/batches', load: () => import('./pages/batches'), minRole: ROLE.common, nav: { label: 'nav.batches', group: 'main' } },
   { path: '/webhooks', load: () => import('./pages/webhooks'), minRole: ROLE.common, nav: { label: 'nav.webhooks', group: 'main' } },
   { path: '/logs', load: () => import('./pages/logs'), minRole: ROLE.common, nav: { label: 'nav.logs', group: 'main' } },
   { path: '/account', load: () => import('./pages/account'), minRole: ROLE.common },

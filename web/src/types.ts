@@ -61,3 +61,10 @@ export type Accepted = Answer<'/api/content/batch', 'post', 202>;
  * modelListView, which src/embeddings/routes.ts has yet to name; then this becomes Answer<'/v1/models', 'get'>['data'][number].
  */
 export type Model = Answer<'/v1/models', 'get'>['data'][number];
+
+/** OpenAI's batch object (the Batch API for /v1/embeddings), and a page of them (GET /v1/batches). */
+export type BatchPage = Answer<'/v1/batches', 'get'>;
+export type Batch = BatchPage['data'][number];
+export type BatchStatus = Batch['status'];
+/** OpenAI's file object (POST /v1/files). */
+export type FileObject = Answer<'/v1/files/{id}', 'get'>;
