@@ -29,7 +29,10 @@ const expiresIn = (p: Platform) => new Date(Date.now() + p.config.FILE_RETENTION
 export async function upload(p: Platform, principal: Principal, req: IncomingMessage): Promise<s.FileRow> {
   const owner = principal.user.id;
   if ((await store.countFiles(p.db, owner)) >= p.config.FILES_PER_USER) {
-    throw tooManyRequests(`You keep ${p.config.FILES_PER_USER} files already: delete some first.`, 60, { code: 'too_many_files', type: 'invalid_request_error' });
+    throw tooManyRequests(`You keep ${p.config.FILES_PER_USER} files already: delete some first.`, 60, {
+      code: 'too_many_files',
+      type: 'invalid_request_error',
+    });
   }
   let parser: busboy.Busboy;
   try {
@@ -146,8 +149,6 @@ export async function createBatch(p: Platform, principal: Principal, input: s.Cr
   const file = s.fileIdOrNull(input.inputFileId) && (await store.getFile(p.db, principal.user.id, input.inputFileId));
   if (!file) throw fileNotFound(input.inputFileId);
   if (file.purpose !== 'batch') throw invalid(`The file ${file.id} was not uploaded with purpose 'batch'.`, 'input_file_id');
-  if (Number(file.bytes) > p.config.BATCH_MAX_FILE_BYTES)
-    throw invalid(`The input file is larger than ${p.config.BATCH_MAX_FILE_BYTES} bytes.`, 'input_file_id');
   const id = store.newBatchId();
   const row = await store.createBatch(p.db, {
     id,

@@ -11,7 +11,7 @@ import type { Context, Middleware } from 'koa';
  * index.html: every other unknown path stays the API's JSON 404.
  */
 export const CONSOLE_ROUTE =
-  /^\/(?:|login|account|keys|playground|jobs|schedules|webhooks|logs|content|content\/[0-9a-fA-F-]{1,64}|mail|mail\/[^/]{1,254}|admin\/(?:users|channels|redemptions|logs))\/?$/;
+  /^\/(?:|login|account|keys|playground|jobs|schedules|batches|webhooks|logs|content|content\/[0-9a-fA-F-]{1,64}|mail|mail\/[^/]{1,254}|admin\/(?:users|channels|redemptions|logs))\/?$/;
 
 /** Content types of what Vite writes. */
 const TYPES: Record<string, string> = {

@@ -57,7 +57,9 @@ describe('batches', () => {
     const { page, problems } = await openConsole(browser, t.url);
     await signIn(page, 'bea', 'bea-password');
 
-    // No key in this tab yet: the page asks for one, and makes none by being visited.
+    // No key in this tab yet: the page asks for one, and makes none by being visited. Loaded directly, it is the console's page.
+    await page.goto(`${t.url}/batches`);
+    await expect.poll(() => page.getByText('Choose or paste an API key to see your batches.').count()).toBe(1);
     await page.getByRole('link', { name: 'Batches' }).click();
     await expect.poll(() => page.getByText('Choose or paste an API key to see your batches.').count()).toBe(1);
     expect(await page.getByRole('button', { name: 'Upload and start' }).isDisabled()).toBe(true);

@@ -10,7 +10,6 @@ let t: TestApp;
 let alice: HttpClient;
 let bob: HttpClient;
 
-
 async function keyOf(c: HttpClient, body: Record<string, unknown> = { unlimited_quota: true }) {
   return (await c.post('/api/token/', { name: 'k', ...body })).body.data.key as string;
 }

@@ -1,0 +1,307 @@
+// Batches beyond the happy path, against real Postgres and Redis: a batch through a relayed channel whose upstream
+// fails for a while; a worker process SIGKILLed mid-batch; the batch.completed webhook; expiry; the limits; the
+// retention of files; an Idempotency-Key on create; the texts sealed at rest.
+import OpenAI, { toFile } from 'openai';
+import { Webhook } from 'standardwebhooks';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { expireFiles } from '../../src/batches/service.js';
+import { FakeOpenAI, fakeVector } from '../helpers/fake-openai.js';
+import { HttpClient } from '../helpers/http.js';
+import { startTestApp, type TestApp } from '../helpers/services.js';
+import { spawnEntry, type Spawned } from '../helpers/spawn.js';
+import { until } from '../helpers/until.js';
+import { startReceiver, type Receiver } from '../helpers/webhook-receiver.js';
+
+let t: TestApp;
+let up: FakeOpenAI;
+let receiver: Receiver;
+let alice: HttpClient;
+let aliceId: number;
+let key: string;
+const workers: Spawned[] = [];
+
+const oa = () => new OpenAI({ apiKey: key, baseURL: `${t.url}/v1`, maxRetries: 0 });
+const jsonl = (lines: unknown[]) => `${lines.map((l) => (typeof l === 'string' ? l : JSON.stringify(l))).join('\n')}\n`;
+const line = (custom_id: string, body: Record<string, unknown>) => ({ custom_id, method: 'POST', url: '/v1/embeddings', body });
+const upload = async (text: string) => oa().files.create({ file: await toFile(Buffer.from(text), 'in.jsonl'), purpose: 'batch' });
+const create = async (text: string) => oa().batches.create({ input_file_id: (await upload(text)).id, endpoint: '/v1/embeddings', completion_window: '24h' });
+const ended = (id: string, ms = 90_000) =>
+  until(
+    `batch ${id} to end`,
+    () => oa().batches.retrieve(id),
+    (b) => ['completed', 'failed', 'expired', 'cancelled'].includes(b.status),
+    ms,
+  );
+const linesOf = async (fileId: string | null | undefined) =>
+  fileId
+    ? (await (await oa().files.content(fileId)).text())
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l))
+    : [];
+const quota = async () => (await alice.get('/api/user/self')).body.data.quota as number;
+
+async function startWorker(): Promise<Spawned> {
+  const w = spawnEntry('worker', [], { ...t.testEnv.env, WORKER_QUEUES: 'batches,embeddings,webhooks', LOG_LEVEL: 'info' });
+  await w.waitFor(/workers started/);
+  workers.push(w);
+  return w;
+}
+
+beforeAll(async () => {
+  up = await new FakeOpenAI().start();
+  receiver = await startReceiver();
+  // No workers in this process: the worker processes are spawned, and killed, by the tests.
+  t = await startTestApp({
+    workers: false,
+    env: {
+      BATCH_CHUNK_LINES: '8',
+      JOB_BACKOFF_MS: '50',
+      LOCAL_MODEL_PRICE: '1000',
+      // A killed worker's reservations come back within seconds (the sweep), not 35 s.
+      SYNC_WAIT_MS: '2000',
+      QUOTA_RESERVATION_TTL_MS: '3000',
+      JOB_LOCK_MS: '2000',
+      JOB_STALLED_INTERVAL_MS: '1000',
+      BATCH_MAX_FILE_BYTES: '4096',
+      BATCH_MAX_REQUESTS: '5000',
+      FILES_PER_USER: '40',
+    },
+  });
+  await t.root.post('/api/user/', { username: 'alice', password: 'alice-password', quota: 1e9 });
+  alice = new HttpClient(t.url);
+  aliceId = (await alice.login('alice', 'alice-password')).body.data.id;
+  key = (await alice.post('/api/token/', { name: 'k', unlimited_quota: true })).body.data.key;
+  const ch = await t.root.post('/api/channel/', {
+    type: 'openai',
+    name: 'up',
+    key: 'sk-up',
+    base_url: up.url,
+    models: 'up-model',
+    price: 1000,
+    priority: 0,
+    weight: 1,
+  });
+  expect(ch.status, ch.text).toBe(201);
+}, 60_000);
+
+afterAll(async () => {
+  for (const w of workers) await w.stop('SIGKILL').catch(() => {});
+  await t?.close();
+  await up?.stop();
+  await receiver?.close();
+});
+
+describe('batches that meet trouble', () => {
+  it('run through a relayed channel: an upstream failing twice is tried again, every line completes with its vectors', async () => {
+    const w = await startWorker();
+    try {
+      up.behaviour = { kind: 'status', status: 503, times: 2 };
+      const b = await create(
+        jsonl(Array.from({ length: 5 }, (_, i) => line(`u${i}`, { model: 'up-model', input: [`upstream text ${i}`], encoding_format: 'float' }))),
+      );
+      const done = await ended(b.id);
+      expect(done.request_counts).toEqual({ total: 5, completed: 5, failed: 0 });
+      const out = await linesOf(done.output_file_id);
+      for (const o of out)
+        expect(o.response.body.data[0].embedding.map(Math.fround)).toEqual(fakeVector(`upstream text ${o.custom_id.slice(1)}`).map(Math.fround));
+      expect(up.calls.length).toBeGreaterThan(2);
+    } finally {
+      up.behaviour = { kind: 'ok', reportUsage: true };
+      await w.stop('SIGTERM');
+    }
+  }, 120_000);
+
+  it('a worker SIGKILLed mid-batch loses no line and charges none twice: every custom_id once, the charge is the output lines’ tokens', async () => {
+    const n = 4000;
+    const before = await quota();
+    const first = await startWorker();
+    const text = jsonl(Array.from({ length: n }, (_, i) => line(`k${i}`, { model: 'local-hash-v1', input: `x${i}` })));
+    const file = await bigUpload(text);
+    const b = await oa().batches.create({ input_file_id: file, endpoint: '/v1/embeddings', completion_window: '24h' });
+    await until(
+      'some lines to complete',
+      () => oa().batches.retrieve(b.id),
+      (x) => (x.request_counts?.completed ?? 0) > 200,
+      60_000,
+    );
+    await first.stop('SIGKILL');
+    const mid = await oa().batches.retrieve(b.id);
+    expect(mid.status).toBe('in_progress');
+    expect(mid.request_counts!.completed).toBeLessThan(n);
+    await startWorker();
+    const done = await ended(b.id, 120_000);
+    expect(done.status).toBe('completed');
+    expect(done.request_counts).toEqual({ total: n, completed: n, failed: 0 });
+    const out = await linesOf(done.output_file_id);
+    expect(out).toHaveLength(n);
+    expect(new Set(out.map((o) => o.custom_id)).size).toBe(n);
+    const tokens = out.reduce((s, o) => s + o.response.body.usage.prompt_tokens, 0);
+    // What the killed worker had reserved for the chunks it was running comes back with the sweep (an error row each);
+    // then the charge is exactly the output's tokens, each in a consume row.
+    await until(
+      'the killed worker’s reservations to come back',
+      async () => (await t.platform.ledger.sweep(), before - (await quota())),
+      (charged) => charged === tokens,
+      30_000,
+    );
+    // (The only local-hash-v1 calls of this file so far are this batch's.)
+    const consumed = await t.platform.db('logs').where({ user_id: aliceId, type: 2, model_name: 'local-hash-v1' }).sum<{ q: string }[]>({ q: 'quota' });
+    expect(Number(consumed[0]!.q)).toBe(tokens);
+  }, 240_000);
+
+  it('tells its owner’s webhook endpoint batch.completed, shaped as OpenAI’s and verified by openai webhooks.unwrap()', async () => {
+    const made = await alice.post('/api/webhooks', { url: `${receiver.url}/batches`, event_types: ['batch.completed'] });
+    expect(made.status, made.text).toBe(201);
+    const ep = made.body;
+    const b = await create(jsonl([line('w1', { model: 'local-hash-v1', input: 'hook' })]));
+    await ended(b.id);
+    const [req] = await until(
+      'the delivery',
+      async () => receiver.requests.filter((r) => r.path === '/batches'),
+      (rs) => rs.length > 0,
+    );
+    const event = (await new OpenAI({ apiKey: 'x' }).webhooks.unwrap(req!.body, req!.headers, ep.secret)) as unknown as Record<string, unknown>;
+    expect(event).toMatchObject({ object: 'event', type: 'batch.completed', data: { id: b.id } });
+    expect(String(event.id)).toMatch(/^evt_/);
+    expect(new Webhook(ep.secret).verify(req!.body, req!.headers)).toEqual(event);
+  }, 120_000);
+
+  it('past its 24 h window a batch runs nothing more and ends expired, each unrun line batch_expired; its texts are sealed at rest meanwhile', async () => {
+    for (const w of workers.splice(0)) await w.stop('SIGTERM');
+    const b = await create(jsonl([line('e1', { model: 'local-hash-v1', input: 'a secret sentence to expire' })]));
+    // No worker yet: it waits validating. A worker validates it, then its window is over before the chunk runs.
+    await t.platform
+      .db('batches')
+      .where({ id: b.id })
+      .update({ expires_at: new Date(Date.now() + 1500) });
+    const w = await startWorker();
+    await until(
+      'the batch to be validated',
+      () => oa().batches.retrieve(b.id),
+      (x) => x.status !== 'validating',
+    );
+    const stored = await t.platform.db('batch_requests').where({ batch_id: b.id }).select('request');
+    for (const r of stored) expect(r.request).not.toContain('secret sentence');
+    const done = await ended(b.id);
+    if (done.status === 'expired') {
+      const errors = await linesOf(done.error_file_id);
+      expect(errors.map((e) => e.error.code)).toEqual(['batch_expired']);
+      expect(done.expired_at).toBeGreaterThan(0);
+    } else expect(done.status).toBe('completed'); // the chunk beat the window on a fast machine
+    await w.stop('SIGTERM');
+  }, 120_000);
+
+  it('a batch whose window passed before any chunk ran expires with every line batch_expired and nothing charged', async () => {
+    const before = await quota();
+    const b = await create(jsonl([line('x1', { model: 'local-hash-v1', input: 'late' }), line('x2', { model: 'local-hash-v1', input: 'later' })]));
+    await t.platform
+      .db('batches')
+      .where({ id: b.id })
+      .update({ expires_at: new Date(Date.now() - 1000) });
+    const w = await startWorker();
+    const done = await ended(b.id);
+    expect(done.status).toBe('expired');
+    expect(done.request_counts).toEqual({ total: 2, completed: 0, failed: 2 });
+    expect((await linesOf(done.error_file_id)).map((e) => [e.custom_id, e.error.code])).toEqual([
+      ['x1', 'batch_expired'],
+      ['x2', 'batch_expired'],
+    ]);
+    expect(await quota()).toBe(before);
+    await w.stop('SIGTERM');
+  }, 120_000);
+});
+
+/** A file larger than this app's BATCH_MAX_FILE_BYTES, stored as an upload would store it (the limit is tested below). */
+async function bigUpload(text: string): Promise<string> {
+  const { createFile, addPart, finishFile, newFileId } = await import('../../src/batches/store.js');
+  const id = newFileId();
+  await createFile(t.platform.db, { id, ownerId: aliceId, filename: 'big.jsonl', purpose: 'batch', expiresAt: null });
+  await addPart(t.platform.db, id, 0, Buffer.from(text));
+  await finishFile(t.platform.db, id, Buffer.byteLength(text), 'batch');
+  return id;
+}
+
+describe('limits and housekeeping', () => {
+  it('an upload over BATCH_MAX_FILE_BYTES is 413 and keeps nothing; a purpose other than batch is 400 and keeps nothing', async () => {
+    const files = async () => Number((await t.platform.db('files').where({ owner_id: aliceId }).count<{ n: string }[]>({ n: '*' }))[0]!.n);
+    const had = await files();
+    await expect(oa().files.create({ file: await toFile(Buffer.alloc(5000, 97), 'big.jsonl'), purpose: 'batch' })).rejects.toMatchObject({ status: 413 });
+    await expect(oa().files.create({ file: await toFile(Buffer.from('{}\n'), 'x.jsonl'), purpose: 'fine-tune' })).rejects.toBeInstanceOf(
+      OpenAI.BadRequestError,
+    );
+    expect(await files()).toBe(had);
+  });
+
+  it('FILES_PER_USER files at most: one more upload is 429', async () => {
+    const have = Number((await t.platform.db('files').where({ owner_id: aliceId }).count<{ n: string }[]>({ n: '*' }))[0]!.n);
+    for (let i = have; i < 40; i++) await upload('{}\n');
+    await expect(upload('{}\n')).rejects.toMatchObject({ status: 429 });
+    for await (const f of oa().files.list({ purpose: 'batch' })) if (f.bytes === 3) await oa().files.delete(f.id);
+  });
+
+  it('a file with too many requests, or none, fails validation', async () => {
+    const w = await startWorker();
+    const many = await oa().batches.create({
+      input_file_id: await bigUpload(jsonl(Array.from({ length: 5001 }, (_, i) => line(`m${i}`, { model: 'local-hash-v1', input: 'm' })))),
+      endpoint: '/v1/embeddings',
+      completion_window: '24h',
+    });
+    const empty = await create('\n\n');
+    expect((await ended(many.id)).errors?.data?.map((e) => e.code)).toEqual(['too_many_requests']);
+    expect((await ended(empty.id)).errors?.data?.map((e) => e.code)).toEqual(['empty_file']);
+    await w.stop('SIGTERM');
+  }, 120_000);
+
+  it('files past their expiry are deleted by files.expire, with their bytes', async () => {
+    const f = await upload('{}\n');
+    await t.platform
+      .db('files')
+      .where({ id: f.id })
+      .update({ expires_at: new Date(Date.now() - 1000) });
+    const { deleted } = await expireFiles(t.platform);
+    expect(deleted).toBeGreaterThanOrEqual(1);
+    await expect(oa().files.retrieve(f.id)).rejects.toBeInstanceOf(OpenAI.NotFoundError);
+    expect(await t.platform.db('file_parts').where({ file_id: f.id }).first()).toBeUndefined();
+  });
+
+  it('the same create with the same Idempotency-Key is one batch; its jobs are the owner’s in GET /api/jobs', async () => {
+    const file = await upload(jsonl([line('i1', { model: 'local-hash-v1', input: 'once' })]));
+    const body = { input_file_id: file.id, endpoint: '/v1/embeddings', completion_window: '24h' };
+    const v1 = t.anon.withAuth(`Bearer ${key}`);
+    const a = await v1.post('/v1/batches', body, { 'idempotency-key': 'batch-once' });
+    const b = await v1.post('/v1/batches', body, { 'idempotency-key': 'batch-once' });
+    expect(a.status).toBe(200);
+    expect(b.body.id).toBe(a.body.id);
+    expect(Number((await t.platform.db('batches').where({ input_file_id: file.id }).count<{ n: string }[]>({ n: '*' }))[0]!.n)).toBe(1);
+    const jobs = (await alice.get('/api/jobs')).body;
+    expect(JSON.stringify(jobs)).toContain(`batches-${a.body.id}-run`);
+  });
+});
+
+describe('a chunk run again', () => {
+  it('after its outcomes were committed (its completion lost), or twice at once: each line written once, charged once', async () => {
+    // No worker runs here: the batch's jobs are run by hand, as a worker would run them.
+    for (const w of workers.splice(0)) await w.stop('SIGTERM');
+    const { finalizeBatch, runBatch, runChunk } = await import('../../src/batches/run.js');
+    const b = await create(jsonl(Array.from({ length: 16 }, (_, i) => line(`r${i}`, { model: 'local-hash-v1', input: `run me again ${i}` }))));
+    await runBatch(t.platform, b.id);
+    const before = await quota();
+    const job = { opts: { attempts: 5 }, attemptsMade: 0 } as never;
+    const chunk0 = { batchId: b.id, chunk: 0, from: 0, to: 8 };
+    const chunk1 = { batchId: b.id, chunk: 1, from: 8, to: 16 };
+    const first = await runChunk(t.platform, chunk0, { job });
+    expect(first.completed).toBe(8);
+    const again = await runChunk(t.platform, chunk0, { job });
+    expect(again.completed).toBe(0);
+    const both = await Promise.all([runChunk(t.platform, chunk1, { job }), runChunk(t.platform, chunk1, { job })]);
+    expect(both[0].completed + both[1].completed).toBe(8);
+    await finalizeBatch(t.platform, b.id);
+    const done = await oa().batches.retrieve(b.id);
+    expect(done.request_counts).toEqual({ total: 16, completed: 16, failed: 0 });
+    const out = await linesOf(done.output_file_id);
+    expect(new Set(out.map((o) => o.custom_id)).size).toBe(16);
+    const tokens = out.reduce((s, o) => s + o.response.body.usage.prompt_tokens, 0);
+    expect(before - (await quota())).toBe(tokens);
+  });
+});
