@@ -16,6 +16,7 @@ import { createPlatform } from '../src/platform.js';
 import { startWorkers } from '../workers/index.js';
 import { buildMessage, startDovecot } from '../test/helpers/dovecot.js';
 import { clearRedisPrefix } from '../test/helpers/services.js';
+import { batchesBench } from './batches.js';
 import { idempotencyFigures } from './idempotency.js';
 import { relayBench } from './relay.js';
 import { useLiteBench } from './use-lite.js';
@@ -29,7 +30,7 @@ const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const ADMIN_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const REDIS_URL = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 8);
-/** BENCH_ONLY=relay,use-lite,store,logs,mail,idempotency,webhooks,scale,startup runs only those (and the local-hash figure the others compare with); nothing goes to latest.jsonl then. */
+/** BENCH_ONLY=relay,use-lite,store,logs,mail,idempotency,webhooks,batches,scale,startup runs only those (and the local-hash figure the others compare with); nothing goes to latest.jsonl then. */
 const ONLY = (process.env.BENCH_ONLY ?? '')
   .split(',')
   .map((x) => x.trim())
@@ -438,6 +439,16 @@ async function main() {
     for (let i = 0; !(await fetch(`${B}/api/jobs/ping?queue=webhooks`, { method: 'POST', headers: { authorization: accessToken } })).ok; i++)
       if (i > 60) throw new Error('no webhooks worker');
     for (const f of await webhookFigures({ base: B, accessToken, log })) report(f);
+  }
+  if (want('batches')) {
+    // The Batch API on a worker of its own (batches queue only), with a fake upstream for the relayed batch.
+    spawnNode('worker-batches', ['--max-old-space-size=1024', 'dist/workers/main.js'], { ...env, WORKER_QUEUES: 'batches' }, 'worker');
+    for (let i = 0; !(await fetch(`${B}/api/jobs/ping?queue=batches`, { method: 'POST', headers: { authorization: accessToken } })).ok; i++)
+      if (i > 60) throw new Error('no batches worker');
+    const upstreamPort = await freePort();
+    spawnNode('upstream-batches', ['--import', 'tsx', 'bench/fake-upstream.ts'], { PORT: String(upstreamPort) });
+    await waitHttp(`http://127.0.0.1:${upstreamPort}/`);
+    await batchesBench({ B, key, accessToken, upstream: `http://127.0.0.1:${upstreamPort}`, seconds: SECONDS, chunks: 4, chunkLines: 64, report, log });
   }
   if (want('scale')) for (const f of await scaleFigures({ adminUrl: ADMIN_URL, redisUrl: REDIS_URL, seconds: SECONDS, log })) report(f);
   if (want('startup')) for (const f of await startupFigures({ redisUrl: REDIS_URL, log })) report(f);

@@ -1,7 +1,7 @@
-// Files and batches (issue 25): OpenAI's Files and Batch APIs for /v1/embeddings. A file's bytes live in Postgres in
-// parts (every API and worker process reads them, the embedded default included); a batch's checked requests, one
-// row per input line, are what its chunk jobs read, and each line's outcome is written once (its primary key), with
-// its charge in the same transaction.
+// Files and batches (issue 25): OpenAI's Files and Batch APIs for /v1/embeddings. An uploaded file's bytes live in
+// Postgres in parts (every API and worker process reads them, the embedded default included); a batch's checked
+// requests, one row per input line, are what its chunk jobs read, and each line's outcome is written once (its primary
+// key), with its charge in the same transaction; the batch's output and error files are those outcomes.
 import type { Knex } from 'knex';
 
 export async function up(knex: Knex): Promise<void> {
@@ -16,6 +16,10 @@ export async function up(knex: Knex): Promise<void> {
     t.text('status').notNullable().defaultTo('uploading');
     t.timestamp('created_at', { useTz: true }).notNullable().defaultTo(knex.fn.now());
     t.timestamp('expires_at', { useTz: true }).nullable();
+    // A batch's output (ok) or error (not ok) file has no parts: its bytes are the batch's outcome lines, read in line
+    // order (batch_results), written once and never copied.
+    t.text('batch_id').nullable();
+    t.boolean('batch_ok').nullable();
     t.index(['owner_id', 'id']);
     t.index(['expires_at']);
   });

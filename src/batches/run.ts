@@ -49,7 +49,7 @@ async function* linesOf(p: Platform, fileId: string): AsyncGenerator<{ n: number
   let rest = Buffer.alloc(0);
   let n = 0;
   let skipping = false;
-  for await (const part of store.readFile(p.db, fileId)) {
+  for await (const part of store.readFile(p.db, { id: fileId, batch_id: null, batch_ok: null })) {
     let buf = rest.length ? Buffer.concat([rest, part]) : part;
     for (let nl = buf.indexOf(10); nl >= 0; nl = buf.indexOf(10)) {
       n++;
@@ -363,23 +363,22 @@ export async function finalizeBatch(p: Platform, batchId: string): Promise<Final
     );
   }
   const expiresAt = new Date(Date.now() + p.config.FILE_RETENTION_DAYS * 86_400_000);
-  const write = async (which: 'output' | 'errors', ok: boolean) => {
-    const id = resultFileId(batchId, which);
-    await store.dropFile(p.db, id);
-    const name = `${batchId}_${which === 'output' ? 'output' : 'error'}.jsonl`;
-    return store.writeLines(p.db, { id, ownerId: b!.owner_id, filename: name, purpose: 'batch_output', expiresAt }, store.outcomes(p.db, batchId, ok));
-  };
-  const [output, errors] = [await write('output', true), await write('errors', false)];
-  const counts = await store.countOutcomes(p.db, batchId);
+  // The files are the outcomes themselves (read in line order): made here as rows that name them, nothing copied.
+  const files = await store.resultFiles(p.db, {
+    batchId,
+    ownerId: b.owner_id,
+    ids: { output: resultFileId(batchId, 'output'), errors: resultFileId(batchId, 'errors') },
+    expiresAt,
+  });
   const status = cancelled ? 'cancelled' : expired && unrunLines > 0 ? 'expired' : 'completed';
   const moved = await store.moveBatch(p.db, batchId, ['finalizing', 'cancelling'], status, {
-    output_file_id: output?.id ?? null,
-    error_file_id: errors?.id ?? null,
-    completed: counts.completed,
-    failed: counts.failed,
+    output_file_id: files.output,
+    error_file_id: files.errors,
+    completed: files.completed,
+    failed: files.failed,
   });
   if (moved) {
-    await store.dropLines(p.db, batchId);
+    await store.dropRequests(p.db, batchId);
     await batchEvent(p, moved);
   }
   const now = moved ?? (await store.batchById(p.db, batchId))!;

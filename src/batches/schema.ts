@@ -27,6 +27,9 @@ export interface FileRow {
   status: string;
   created_at: Date;
   expires_at: Date | null;
+  /** A batch's output (batch_ok) or error file: its bytes are that batch's outcome lines. */
+  batch_id: string | null;
+  batch_ok: boolean | null;
 }
 
 export interface BatchRow {

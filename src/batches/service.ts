@@ -139,7 +139,7 @@ export async function deleteFile(p: Platform, principal: Principal, id: string) 
 /** A file's bytes as a stream, read a part at a time. */
 export async function fileContent(p: Platform, principal: Principal, id: string): Promise<{ file: s.FileRow; body: Readable }> {
   const file = await getFile(p, principal, id);
-  return { file, body: Readable.from(store.readFile(p.db, file.id)) };
+  return { file, body: Readable.from(store.readFile(p.db, file)) };
 }
 
 // ---- batches --------------------------------------------------------------------------------------------------------

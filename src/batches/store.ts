@@ -57,65 +57,99 @@ export async function listFiles(db: Db, ownerId: number, q: { purpose?: string; 
     .limit(q.limit + 1);
 }
 
-export async function deleteFile(db: Db, ownerId: number, id: string): Promise<boolean> {
-  return (await db('files').where({ id, owner_id: ownerId }).delete()) > 0;
-}
-
-/** A file's bytes, a part at a time. */
-export async function* readFile(db: Db, id: string): AsyncGenerator<Buffer> {
+/** A file's bytes, a part at a time (a batch's output or error file: its outcome lines, a page at a time). */
+export async function* readFile(db: Db, file: Pick<FileRow, 'id' | 'batch_id' | 'batch_ok'>): AsyncGenerator<Buffer> {
+  if (file.batch_id !== null) {
+    for await (const page of outcomePages(db, file.batch_id, file.batch_ok === true)) yield Buffer.from(page);
+    return;
+  }
   for (let seq = 0; ; seq++) {
-    const part = await db('file_parts').where({ file_id: id, seq }).first<{ data: Buffer | Uint8Array } | undefined>('data');
+    const part = await db('file_parts').where({ file_id: file.id, seq }).first<{ data: Buffer | Uint8Array } | undefined>('data');
     if (!part) return;
     yield Buffer.isBuffer(part.data) ? part.data : Buffer.from(part.data);
   }
 }
 
+/** A batch's outcome lines (`ok`: those that succeeded, else the others) in line order, as pages of JSONL text. */
+async function* outcomePages(db: Db, batchId: string, ok: boolean, pageSize = 256): AsyncGenerator<string> {
+  let after = -1;
+  for (;;) {
+    const rows: { line: number; output: string }[] = await db('batch_results')
+      .where({ batch_id: batchId, ok })
+      .andWhere('line', '>', after)
+      .orderBy('line')
+      .limit(pageSize)
+      .select('line', 'output');
+    if (rows.length) yield rows.map((r) => `${r.output}\n`).join('');
+    if (rows.length < pageSize) return;
+    after = rows.at(-1)!.line;
+  }
+}
+
+/**
+ * A batch's output and error files, made once its outcomes are all written: rows that name the outcomes (their bytes
+ * counted here), under ids derived from the batch; none for a kind of outcome it has none of.
+ */
+export async function resultFiles(
+  db: Db,
+  f: { batchId: string; ownerId: number; ids: { output: string; errors: string }; expiresAt: Date },
+): Promise<{ output: string | null; errors: string | null; completed: number; failed: number }> {
+  const sums: { ok: boolean; n: number | string; bytes: number | string }[] = await db('batch_results')
+    .where({ batch_id: f.batchId })
+    .groupBy('ok')
+    .select('ok', db.raw('count(*) as n'), db.raw('sum(octet_length(output) + 1) as bytes'));
+  const out = { output: null as string | null, errors: null as string | null, completed: 0, failed: 0 };
+  for (const r of sums) {
+    const which = r.ok ? 'output' : 'errors';
+    const id = f.ids[which];
+    await db('files')
+      .insert({
+        id,
+        owner_id: f.ownerId,
+        filename: `${f.batchId}_${r.ok ? 'output' : 'error'}.jsonl`,
+        purpose: 'batch_output',
+        bytes: Number(r.bytes),
+        status: 'uploaded',
+        expires_at: f.expiresAt,
+        batch_id: f.batchId,
+        batch_ok: r.ok,
+      })
+      .onConflict('id')
+      .ignore();
+    out[which] = id;
+    if (r.ok) out.completed = Number(r.n);
+    else out.failed = Number(r.n);
+  }
+  return out;
+}
+
+/** Deletes files (and, for a batch's output or error file, the outcome lines that are its bytes). */
+async function deleteFiles(db: Db, query: (q: ReturnType<Db>) => ReturnType<Db>): Promise<number> {
+  return db.transaction(async (trx): Promise<number> => {
+    const rows: { id: string; batch_id: string | null; batch_ok: boolean | null }[] = await query(trx('files')).select('id', 'batch_id', 'batch_ok');
+    for (const r of rows) if (r.batch_id !== null) await trx('batch_results').where({ batch_id: r.batch_id, ok: r.batch_ok }).delete();
+    if (!rows.length) return 0;
+    return trx('files')
+      .whereIn(
+        'id',
+        rows.map((r) => r.id),
+      )
+      .delete();
+  });
+}
+
+export async function deleteFile(db: Db, ownerId: number, id: string): Promise<boolean> {
+  return (await deleteFiles(db, (q) => q.where({ id, owner_id: ownerId }))) > 0;
+}
+
 /** Files past their expiry, deleted with their parts (up to `limit` at a time); answers how many. */
 export async function deleteExpiredFiles(db: Db, now: Date, limit = 500): Promise<number> {
-  const ids = db('files').where('expires_at', '<', now).select('id').limit(limit);
-  return db('files').whereIn('id', ids).delete();
+  return deleteFiles(db, (q) => q.where('expires_at', '<', now).limit(limit));
 }
 
 /** Uploads that never finished (their process died mid-way), older than `before`. */
 export async function deleteStaleUploads(db: Db, before: Date): Promise<number> {
   return db('files').where({ status: 'uploading' }).andWhere('created_at', '<', before).delete();
-}
-
-/**
- * Writes a file from lines (each without its newline), a part at a time; answers its row, or null when there were no
- * lines (no file is made).
- */
-export async function writeLines(
-  db: Db,
-  f: { id: string; ownerId: number; filename: string; purpose: string; expiresAt: Date | null },
-  lines: AsyncIterable<string>,
-): Promise<FileRow | null> {
-  const id = f.id;
-  let made = false;
-  let seq = 0;
-  let bytes = 0;
-  let pending: Buffer[] = [];
-  let pendingBytes = 0;
-  const flush = async () => {
-    if (!pendingBytes) return;
-    await addPart(db, id, seq++, Buffer.concat(pending));
-    pending = [];
-    pendingBytes = 0;
-  };
-  for await (const line of lines) {
-    if (!made) {
-      await createFile(db, f);
-      made = true;
-    }
-    const b = Buffer.from(`${line}\n`);
-    pending.push(b);
-    pendingBytes += b.length;
-    bytes += b.length;
-    if (pendingBytes >= PART_BYTES) await flush();
-  }
-  if (!made) return null;
-  await flush();
-  return finishFile(db, id, bytes, f.purpose);
 }
 
 // ---- batches --------------------------------------------------------------------------------------------------------
@@ -232,22 +266,6 @@ export async function countLines(db: Db, batchId: string, completed: number, fai
     });
 }
 
-/** Outcomes in line order, a page at a time: `ok` lines for the output file, the others for the error file. */
-export async function* outcomes(db: Db, batchId: string, ok: boolean, pageSize = 500): AsyncGenerator<string> {
-  let after = -1;
-  for (;;) {
-    const rows = await db('batch_results')
-      .where({ batch_id: batchId, ok })
-      .andWhere('line', '>', after)
-      .orderBy('line')
-      .limit(pageSize)
-      .select('line', 'output');
-    for (const r of rows) yield r.output as string;
-    if (rows.length < pageSize) return;
-    after = rows.at(-1)!.line as number;
-  }
-}
-
 /** The lines that never ran (cancelled or expired), a page at a time. */
 export async function* unrun(db: Db, batchId: string, pageSize = 500): AsyncGenerator<{ line: number; custom_id: string }[]> {
   let after = -1;
@@ -265,17 +283,9 @@ export async function* unrun(db: Db, batchId: string, pageSize = 500): AsyncGene
   }
 }
 
-/** A batch's outcomes counted: lines that succeeded, and the others. */
-export async function countOutcomes(db: Db, batchId: string): Promise<{ completed: number; failed: number }> {
-  const rows = await db('batch_results').where({ batch_id: batchId }).groupBy('ok').select('ok', db.raw('count(*)::int as n'));
-  const n = (ok: boolean) => Number(rows.find((r: { ok: boolean }) => r.ok === ok)?.n ?? 0);
-  return { completed: n(true), failed: n(false) };
-}
-
-/** Once the files are written, the batch's requests and outcomes are no longer needed. */
-export async function dropLines(db: Db, batchId: string): Promise<void> {
+/** Once the batch has ended, its requests are no longer needed (its outcomes are its files' bytes). */
+export async function dropRequests(db: Db, batchId: string): Promise<void> {
   await db('batch_requests').where({ batch_id: batchId }).delete();
-  await db('batch_results').where({ batch_id: batchId }).delete();
   await db('batch_chunks').where({ batch_id: batchId }).delete();
 }
 

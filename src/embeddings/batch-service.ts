@@ -6,8 +6,8 @@ import type { AuthUser } from '../accounts/auth.js';
 import { AppError } from '../errors.js';
 import type { Platform } from '../platform.js';
 import { decodeVectors, responseJson } from './answer.js';
-import { resolveModel } from './models.js';
-import { parseEmbeddingsRequest } from './schema.js';
+import { LOCAL_MODELS, resolveModel } from './models.js';
+import { type GenerationRequest, MAX_INPUTS, MAX_REQUEST_TOKENS, parseEmbeddingsRequest } from './schema.js';
 import { checkRequest } from './service.js';
 import { vectorCache } from './upstream.js';
 
@@ -41,25 +41,74 @@ export async function modelPrice(p: Platform, user: AuthUser, model: string): Pr
   return (await resolveModel(p.config, p.channels, model, user)).price;
 }
 
+/** One request to the workers' code, and the lines whose inputs it carries (each a run of its inputs). */
+interface Packed {
+  request: GenerationRequest;
+  lines: { index: number; from: number; count: number }[];
+}
+
 /**
- * A chunk's lines, embedded together (the built-in models batch them as they like; upstream calls go out at once), in
- * turns with the owner's other calls. A line's failure is its outcome; only a failure the whole chunk shares (a
- * single line's transient error) throws, for the chunk to be tried again.
+ * A chunk's lines as requests: a built-in model's one per line (its batcher gathers the texts of all of them into
+ * model calls as large as the model likes); an upstream model's packed, lines of the same dimensions together, into
+ * requests of at most MAX_INPUTS inputs and MAX_REQUEST_TOKENS tokens, so a chunk makes a few upstream calls, not one
+ * per line.
+ */
+function pack(caller: number, requests: BatchRequest[]): Packed[] {
+  const out: Packed[] = [];
+  const open = new Map<string, Packed & { tokens: number }>();
+  requests.forEach((r, index) => {
+    // A batch's lines run once: their vectors are looked up in the cache, never added to it (a corpus would flood it).
+    const single = { model: r.model, dimensions: r.dimensions, inputs: r.inputs, tokens: r.tokens, caller, fillCache: false };
+    if (LOCAL_MODELS.includes(r.model as never)) {
+      out.push({ request: single, lines: [{ index, from: 0, count: r.inputs.length }] });
+      return;
+    }
+    const key = String(r.dimensions ?? 0);
+    const lineTokens = r.tokens.reduce((a, b) => a + b, 0);
+    let into = open.get(key);
+    if (into && (into.request.inputs.length + r.inputs.length > MAX_INPUTS || into.tokens + lineTokens > MAX_REQUEST_TOKENS)) into = undefined;
+    if (!into) {
+      into = { request: { ...single, inputs: [], tokens: [] }, lines: [], tokens: 0 };
+      open.set(key, into);
+      out.push(into);
+    }
+    into.lines.push({ index, from: into.request.inputs.length, count: r.inputs.length });
+    into.request.inputs.push(...r.inputs);
+    into.request.tokens.push(...r.tokens);
+    into.tokens += lineTokens;
+  });
+  return out;
+}
+
+/**
+ * A chunk's lines, embedded together (see pack), in turns with the owner's other calls. A line's failure is its
+ * outcome (a packed request's failure is each of its lines'); only a failure the whole chunk shares (its one request's
+ * transient error) throws, for the chunk to be tried again. A line's usage is its own inputs' tokens.
  */
 export async function embedBatch(p: Platform, caller: BatchCaller, requests: BatchRequest[]): Promise<BatchOutcome[]> {
   const { generate } = await import('./generate.js');
+  const packed = pack(caller.user.id, requests);
   const outcomes = await generate(
     p,
-    requests.map((r) => ({ model: r.model, dimensions: r.dimensions, inputs: r.inputs, tokens: r.tokens, caller: caller.user.id })),
+    packed.map((x) => x.request),
   );
   const hot = vectorCache(p).hot;
-  return Promise.all(
-    outcomes.map(async (o, i): Promise<BatchOutcome> => {
-      if (!o.ok) return { ok: false, error: AppError.fromJSON(o.error) };
-      const r = requests[i]!;
-      const body = await responseJson(r.model, { vectors: await decodeVectors(o.vectors), promptTokens: o.promptTokens }, r.base64, hot);
-      return { ok: true, body: body.toString(), promptTokens: o.promptTokens };
+  const answers: BatchOutcome[] = new Array(requests.length);
+  await Promise.all(
+    packed.flatMap((x, i) => {
+      const o = outcomes[i]!;
+      return x.lines.map(async ({ index, from, count }) => {
+        if (!o.ok) {
+          answers[index] = { ok: false, error: AppError.fromJSON(o.error) };
+          return;
+        }
+        const r = requests[index]!;
+        const promptTokens = x.lines.length === 1 ? o.promptTokens : r.tokens.reduce((a, b) => a + b, 0);
+        const vectors = await decodeVectors(o.vectors.slice(from, from + count));
+        answers[index] = { ok: true, body: (await responseJson(r.model, { vectors, promptTokens }, r.base64, hot)).toString(), promptTokens };
+      });
     }),
   );
+  return answers;
 }
 export { costOf } from './models.js';

@@ -162,6 +162,8 @@ export const generationRequest = z.object({
   call: z.string().max(64).optional(),
   /** When the caller stops waiting (epoch ms): texts not embedded by then are dropped. */
   deadline: z.number().int().optional(),
+  /** false: an upstream model's vectors are looked up in the cache but not added to it (a batch's lines run once). */
+  fillCache: z.boolean().optional(),
 });
 export type GenerationRequest = z.output<typeof generationRequest>;
 

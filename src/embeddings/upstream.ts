@@ -101,13 +101,13 @@ export async function upstreamVectors(
   return { vectors: hashes.map((h) => vectorByHash.get(h)!), keys: keysOf(p, model.name, req, hashes), promptTokens, channelId, channelQuota, fresh };
 }
 
-/** A worker's upstream job (queued by an older API): the cache read, the relay, the cache write. */
+/** A worker's upstream call (a batch's lines, or a job queued by an older API): the cache read, the relay, the cache write (unless `fillCache: false`). */
 export async function upstreamJob(p: Platform, model: UpstreamModel, req: GenerationRequest): Promise<UpstreamVectors> {
   const hashes = req.inputs.map((text) => sha256Hex(text));
   const cache = vectorCache(p);
   const found = p.config.EMBEDDINGS_CACHE ? await cache.lookup(model.name, dimsKey(req), hashes) : new Map<string, CachedVector>();
   const r = await upstreamVectors(p, model, req, Number.POSITIVE_INFINITY, { hashes, found });
-  if (p.config.EMBEDDINGS_CACHE) await cache.store(model.name, dimsKey(req), r.fresh);
+  if (p.config.EMBEDDINGS_CACHE && req.fillCache !== false) await cache.store(model.name, dimsKey(req), r.fresh);
   if (r.channelId !== undefined) p.channels.recordUsage(r.channelId, r.channelQuota ?? 0);
   return r;
 }

@@ -93,19 +93,28 @@ afterAll(async () => {
 });
 
 describe('batches that meet trouble', () => {
-  it('run through a relayed channel: an upstream failing twice is tried again, every line completes with its vectors', async () => {
+  it('run through a relayed channel, a chunk’s lines packed into one upstream call: an upstream failing twice is tried again, every line completes with its own vectors', async () => {
     const w = await startWorker();
     try {
       up.behaviour = { kind: 'status', status: 503, times: 2 };
-      const b = await create(
-        jsonl(Array.from({ length: 5 }, (_, i) => line(`u${i}`, { model: 'up-model', input: [`upstream text ${i}`], encoding_format: 'float' }))),
-      );
+      const inputsOf = (i: number) => Array.from({ length: (i % 3) + 1 }, (_, k) => `upstream text ${i}.${k}`);
+      const calls = up.calls.length;
+      const cached = async () => Number((await t.platform.db('embedding_cache').count<{ n: string }[]>({ n: '*' }))[0]!.n);
+      const cachedBefore = await cached();
+      const b = await create(jsonl(Array.from({ length: 5 }, (_, i) => line(`u${i}`, { model: 'up-model', input: inputsOf(i), encoding_format: 'float' }))));
       const done = await ended(b.id);
       expect(done.request_counts).toEqual({ total: 5, completed: 5, failed: 0 });
       const out = await linesOf(done.output_file_id);
-      for (const o of out)
-        expect(o.response.body.data[0].embedding.map(Math.fround)).toEqual(fakeVector(`upstream text ${o.custom_id.slice(1)}`).map(Math.fround));
-      expect(up.calls.length).toBeGreaterThan(2);
+      for (const o of out) {
+        const data = o.response.body.data as { index: number; embedding: number[] }[];
+        expect(data.map((d) => d.embedding.map(Math.fround))).toEqual(inputsOf(Number(o.custom_id.slice(1))).map((t) => fakeVector(t).map(Math.fround)));
+        expect(data.map((d) => d.index)).toEqual(data.map((_, k) => k));
+      }
+      // Two refused calls, then one that carried the chunk's nine inputs.
+      expect(up.calls.length - calls).toBe(3);
+      expect(up.calls.at(-1)!.body.input).toHaveLength(9);
+      // A batch's lines run once: they do not fill the vector cache.
+      expect(await cached()).toBe(cachedBefore);
     } finally {
       up.behaviour = { kind: 'ok', reportUsage: true };
       await w.stop('SIGTERM');

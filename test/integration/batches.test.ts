@@ -87,7 +87,9 @@ describe('a batch of /v1/embeddings requests, with the openai client', () => {
       expect(o.response.body).toEqual(JSON.parse(JSON.stringify(direct)));
     }
     const outFile = await client.files.retrieve(done.output_file_id!);
-    expect(outFile.purpose).toBe('batch_output');
+    expect(outFile).toMatchObject({ purpose: 'batch_output', filename: `${done.id}_output.jsonl` });
+    const bytes = Buffer.from(await (await client.files.content(outFile.id)).arrayBuffer());
+    expect(outFile.bytes).toBe(bytes.length);
   });
 
   it('a line refused as /v1/embeddings would refuse it lands in the error file; the rest complete', async () => {
@@ -108,6 +110,11 @@ describe('a batch of /v1/embeddings requests, with the openai client', () => {
     expect(errors[0].response.status_code).toBe(400);
     expect(errors[0].response.body.error).toMatchObject({ type: 'invalid_request_error', param: 'input' });
     expect(errors[1].response.body.error.param).toBe('dimensions');
+    // The output file is the batch's outcome lines: deleted, its lines go; the error file's stay.
+    await client.files.delete(done.output_file_id!);
+    await expect(client.files.content(done.output_file_id!)).rejects.toBeInstanceOf(OpenAI.NotFoundError);
+    expect(await t.platform.db('batch_results').where({ batch_id: b.id, ok: true }).first()).toBeUndefined();
+    expect((await outputLines(client, done.error_file_id)).map((o) => o.custom_id)).toEqual(['bad-empty', 'bad-dims']);
   });
 
   it('a file that fails validation fails the batch with errors naming the lines', async () => {
