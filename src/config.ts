@@ -145,6 +145,8 @@ const envSchema = z.object({
   BATCH_PRICE_MULTIPLIER: z.coerce.number().min(0).max(100).default(1),
   /** Uploaded files and a batch's output files are deleted this many days after they were made (OpenAI: 30). */
   FILE_RETENTION_DAYS: int(30, 1, 3650),
+  /** Batches of one user that have not ended (creating past it: 429). */
+  BATCHES_RUNNING_PER_USER: int(20, 1, 10_000),
   /** Files (uploads and batch results) one user may keep (uploading past it: 429). */
   FILES_PER_USER: int(1_000, 1, 1_000_000),
   /** Mail accounts one user may keep (adding past it: 429). */

@@ -56,6 +56,8 @@ export async function upload(p: Platform, principal: Principal, req: IncomingMes
     parser.on('close', resolve);
     parser.on('error', reject);
   });
+  // A client that goes mid-upload: the parser (and the file part it is reading) fail, and what was kept is dropped.
+  req.once('close', () => req.complete || parser.destroy(new Error('the client closed the connection mid-upload')));
   req.pipe(parser);
   try {
     await ended;
@@ -149,6 +151,12 @@ export async function createBatch(p: Platform, principal: Principal, input: s.Cr
   const file = s.fileIdOrNull(input.inputFileId) && (await store.getFile(p.db, principal.user.id, input.inputFileId));
   if (!file) throw fileNotFound(input.inputFileId);
   if (file.purpose !== 'batch') throw invalid(`The file ${file.id} was not uploaded with purpose 'batch'.`, 'input_file_id');
+  if ((await store.countRunningBatches(p.db, principal.user.id)) >= p.config.BATCHES_RUNNING_PER_USER) {
+    throw tooManyRequests(`You have ${p.config.BATCHES_RUNNING_PER_USER} batches that have not ended: wait for one, or cancel one.`, 60, {
+      code: 'too_many_batches',
+      type: 'invalid_request_error',
+    });
+  }
   const id = store.newBatchId();
   const row = await store.createBatch(p.db, {
     id,

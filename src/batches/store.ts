@@ -184,6 +184,15 @@ export async function createBatch(
   return row as BatchRow;
 }
 
+/** The owner's batches that have not ended. */
+export async function countRunningBatches(db: Db, ownerId: number): Promise<number> {
+  const [{ n }] = await db('batches')
+    .where({ owner_id: ownerId })
+    .whereIn('status', ['validating', 'in_progress', 'finalizing', 'cancelling'])
+    .count<{ n: string }[]>({ n: '*' });
+  return Number(n);
+}
+
 export const batchById = (db: Db, id: string) => db('batches').where({ id }).first<BatchRow | undefined>();
 
 export const getBatch = (db: Db, ownerId: number, id: string) => db('batches').where({ id, owner_id: ownerId }).first<BatchRow | undefined>();

@@ -1,6 +1,7 @@
 // Batches beyond the happy path, against real Postgres and Redis: a batch through a relayed channel whose upstream
 // fails for a while; a worker process SIGKILLed mid-batch; the batch.completed webhook; expiry; the limits; the
 // retention of files; an Idempotency-Key on create; the texts sealed at rest.
+import http from 'node:http';
 import OpenAI, { toFile } from 'openai';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -66,6 +67,7 @@ beforeAll(async () => {
       BATCH_MAX_FILE_BYTES: '4096',
       BATCH_MAX_REQUESTS: '5000',
       FILES_PER_USER: '40',
+      BATCHES_RUNNING_PER_USER: '3',
     },
   });
   await t.root.post('/api/user/', { username: 'alice', password: 'alice-password', quota: 1e9 });
@@ -272,6 +274,42 @@ describe('limits and housekeeping', () => {
     expect(deleted).toBeGreaterThanOrEqual(1);
     await expect(oa().files.retrieve(f.id)).rejects.toBeInstanceOf(OpenAI.NotFoundError);
     expect(await t.platform.db('file_parts').where({ file_id: f.id }).first()).toBeUndefined();
+  });
+
+  it('an upload the client abandons mid-way keeps nothing', async () => {
+    const uploading = async () =>
+      Number((await t.platform.db('files').where({ owner_id: aliceId, status: 'uploading' }).count<{ n: string }[]>({ n: '*' }))[0]!.n);
+    const url = new URL(`${t.url}/v1/files`);
+    const req = http.request({
+      host: url.hostname,
+      port: url.port,
+      path: url.pathname,
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'multipart/form-data; boundary=XyZ', 'content-length': '100000' },
+    });
+    req.on('error', () => {});
+    req.write('--XyZ\r\nContent-Disposition: form-data; name="file"; filename="a.jsonl"\r\nContent-Type: application/octet-stream\r\n\r\n');
+    req.write('{"custom_id":"a"}\n'.repeat(100));
+    await until('the upload to begin', uploading, (n) => n === 1, 10_000);
+    req.destroy();
+    await until('the abandoned upload to be dropped', uploading, (n) => n === 0, 10_000);
+  });
+
+  it('BATCHES_RUNNING_PER_USER batches that have not ended at most: one more is 429 too_many_batches', async () => {
+    // No worker runs now: each batch stays validating.
+    await t.root.post('/api/user/', { username: 'zed', password: 'zed-password', quota: 0 });
+    const zed = new HttpClient(t.url);
+    await zed.login('zed', 'zed-password');
+    const zedKey = (await zed.post('/api/token/', { name: 'k', unlimited_quota: true })).body.data.key as string;
+    const client = new OpenAI({ apiKey: zedKey, baseURL: `${t.url}/v1`, maxRetries: 0 });
+    const file = await client.files.create({
+      file: await toFile(Buffer.from(jsonl([line('z', { model: 'local-hash-v1', input: 'z' })])), 'z.jsonl'),
+      purpose: 'batch',
+    });
+    const body = { input_file_id: file.id, endpoint: '/v1/embeddings' as const, completion_window: '24h' as const };
+    for (let i = 0; i < 3; i++) await client.batches.create(body);
+    await expect(client.batches.create(body)).rejects.toMatchObject({ status: 429, code: 'too_many_batches' });
+    expect(Number((await t.platform.db('batches').where({ input_file_id: file.id }).count<{ n: string }[]>({ n: '*' }))[0]!.n)).toBe(3);
   });
 
   it('the same create with the same Idempotency-Key is one batch; its jobs are the owner’s in GET /api/jobs', async () => {

@@ -5,6 +5,12 @@ import { createDb, migrateLatest, migrateRollbackAll } from '../../src/db.js';
 import { createTestEnv, type TestEnv } from '../helpers/services.js';
 
 const TABLES = [
+  'files',
+  'file_parts',
+  'batches',
+  'batch_requests',
+  'batch_results',
+  'batch_chunks',
   'schedules',
   'schedule_runs',
   'users',
@@ -58,6 +64,7 @@ for (const embedded of [false, true]) {
           '014_channel_cache_purge',
           '015_webhooks',
           '016_schedules',
+          '017_batches',
         ]);
         for (const t of TABLES) expect(await db.schema.hasTable(t), t).toBe(true);
         // The counters' triggers work right after migrating.
