@@ -46,6 +46,10 @@ export async function up(knex: Knex): Promise<void> {
     t.integer('failed').notNullable().defaultTo(0);
     // How many chunk jobs the batch was split into, and how many have ended (batch_chunks).
     t.integer('chunks').notNullable().defaultTo(0);
+    // The first line of each chunk: chunks end at BATCH_CHUNK_LINES lines or at a bound on their vector floats.
+    t.jsonb('chunk_starts').nullable();
+    // OpenAI's output_expires_after: the output and error files' lifetime, in seconds from when they are made.
+    t.integer('output_expires_seconds').nullable();
     t.bigInteger('prompt_tokens').notNullable().defaultTo(0);
     t.text('output_file_id').nullable();
     t.text('error_file_id').nullable();

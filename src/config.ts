@@ -140,6 +140,8 @@ const envSchema = z.object({
   BATCH_CHUNK_LINES: int(64, 1, 10_000),
   /** OpenAI's limits for a batch's input file: its lines (requests), and its size. */
   BATCH_MAX_REQUESTS: int(50_000, 1, 1_000_000),
+  /** Embedding inputs summed over a batch's lines (OpenAI's limit for embeddings batches). */
+  BATCH_MAX_INPUTS: int(50_000, 1, 10_000_000),
   BATCH_MAX_FILE_BYTES: int(200 * 1024 * 1024, 1024, 2 ** 40),
   /** A batch's lines are charged at the model's price times this (OpenAI charges batches half: 0.5). */
   BATCH_PRICE_MULTIPLIER: z.coerce.number().min(0).max(100).default(1),

@@ -10,14 +10,16 @@ const KEEP = { removeOnComplete: { age: 86_400, count: 10_000 }, removeOnFail: {
 
 export const batchesRun = defineJob<RunResult>()({
   name: 'batches.run',
+  notCancellable: 'This job is part of a batch: cancel the batch with POST /v1/batches/{id}/cancel.',
   queue: 'batches',
   payload: runPayload,
   options: { attempts: 5, backoff: { type: 'exponential', delay: 1_000, jitter: 0.5 }, ...KEEP },
-  run: async ({ batchId }, { platform }) => (await work()).runBatch(platform, batchId),
+  run: async ({ batchId }, { platform, job }) => (await work()).runBatch(platform, batchId, job.attemptsMade + 1 >= (job.opts.attempts ?? 1)),
 });
 
 export const batchesChunk = defineJob<ChunkResult>()({
   name: 'batches.chunk',
+  notCancellable: 'This job is part of a batch: cancel the batch with POST /v1/batches/{id}/cancel.',
   queue: 'batches',
   payload: chunkPayload,
   // A line that failed for a passing reason (an upstream down) is tried again with its chunk, over about a minute.
@@ -27,6 +29,7 @@ export const batchesChunk = defineJob<ChunkResult>()({
 
 export const batchesFinalize = defineJob<FinalizeResult>()({
   name: 'batches.finalize',
+  notCancellable: 'This job is part of a batch: cancel the batch with POST /v1/batches/{id}/cancel.',
   queue: 'batches',
   payload: finalizePayload,
   options: { attempts: 5, backoff: { type: 'exponential', delay: 1_000, jitter: 0.5 }, ...KEEP },

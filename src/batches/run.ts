@@ -6,7 +6,16 @@ import { getUser } from '../accounts/store.js';
 import { type LedgerOp, ledgerInTransaction, type Payer } from '../accounts/ledger.js';
 import { isExpired } from '../accounts/tokens.js';
 import { TOKEN_STATUS, USER_STATUS } from '../accounts/schema.js';
-import { type BatchCaller, type BatchOutcome, type BatchRequest, checkBatchBody, costOf, embedBatch, modelPrice } from '../embeddings/batch-service.js';
+import {
+  type BatchCaller,
+  type BatchOutcome,
+  type BatchRequest,
+  checkBatchBody,
+  costOf,
+  embedBatch,
+  MAX_FLOATS_PER_REQUEST,
+  modelPrice,
+} from '../embeddings/batch-service.js';
 import { AppError, openaiErrorBody, toAppError, unauthorized } from '../errors.js';
 import { isCancelled, JobCancelled } from '../jobs/cancel.js';
 import type { JobContext } from '../jobs/define.js';
@@ -85,10 +94,26 @@ async function callerOf(p: Platform, b: BatchRow): Promise<{ caller: BatchCaller
 // ---- validation and fan-out -----------------------------------------------------------------------------------------
 
 /** batches.run: validates the input file (once; a run again after a crash starts it over) and fans the lines out in chunks. */
-export async function runBatch(p: Platform, batchId: string): Promise<RunResult> {
+export async function runBatch(p: Platform, batchId: string, lastAttempt = false): Promise<RunResult> {
   let b = await store.batchById(p.db, batchId);
   if (!b) throw new AppError(404, `Batch ${batchId} is gone`, { code: 'batch_not_found', retriable: false });
-  if (b.status === 'validating') b = await validate(p, b);
+  if (b.status === 'validating') {
+    try {
+      b = await validate(p, b);
+    } catch (err) {
+      // Its last attempt: the batch fails, saying why, rather than stay validating for ever.
+      if (!lastAttempt) throw err;
+      const e = toAppError(err);
+      b = await fail(p, b, [
+        {
+          code: 'validation_error',
+          message: `The input file could not be checked: ${e.status < 500 ? e.message : 'a server error'}.`,
+          param: null,
+          line: null,
+        },
+      ]);
+    }
+  }
   if (b.status === 'in_progress' || b.status === 'cancelling') await fanOut(p, b);
   return { batch: b.id, status: b.status, total: b.total, chunks: b.chunks };
 }
@@ -112,6 +137,20 @@ async function validate(p: Platform, b: BatchRow): Promise<BatchRow> {
   let model: string | null = null;
   let line = 0;
   let prefailed = 0;
+  let inputs = 0;
+  // Chunks: the first line of each; one ends at BATCH_CHUNK_LINES lines, or before its vectors pass a request's floats.
+  const chunkStarts: number[] = [];
+  let chunkLines = 0;
+  let chunkFloats = 0;
+  const place = (floats: number) => {
+    if (chunkStarts.length === 0 || chunkLines >= p.config.BATCH_CHUNK_LINES || chunkFloats + floats > MAX_FLOATS_PER_REQUEST) {
+      chunkStarts.push(line);
+      chunkLines = 0;
+      chunkFloats = 0;
+    }
+    chunkLines++;
+    chunkFloats += floats;
+  };
   let requests: { batch_id: string; line: number; custom_id: string; request: string }[] = [];
   let results: { batch_id: string; line: number; ok: boolean; output: string }[] = [];
   const flush = async () => {
@@ -145,9 +184,11 @@ async function validate(p: Platform, b: BatchRow): Promise<BatchRow> {
       problem('missing_required_parameter', `Line ${l.n} has no custom_id (a non-empty string).`, l.n, 'custom_id');
       continue;
     }
-    if (o.custom_id.length > 512) problem('invalid_value', `Line ${l.n}: custom_id is longer than 512 characters.`, l.n, 'custom_id');
+    // (Postgres keeps no NUL in text: such an id would fail every write of the batch.)
+    if (o.custom_id.length > 512 || o.custom_id.includes('\0'))
+      problem('invalid_value', `Line ${l.n}: custom_id must be at most 512 characters, without NUL.`, l.n, 'custom_id');
     else if (seen.has(o.custom_id))
-      problem('duplicate_custom_id', `Line ${l.n}: the custom_id '${o.custom_id}' is used by an earlier line; each must be unique.`, l.n, 'custom_id');
+      problem('duplicate_custom_id', `Line ${l.n}: its custom_id is used by an earlier line; each must be unique.`, l.n, 'custom_id');
     if (o.method !== 'POST') problem('invalid_value', `Line ${l.n}: method must be 'POST'.`, l.n, 'method');
     if (o.url !== b.endpoint) problem('invalid_value', `Line ${l.n}: url must be the batch's endpoint '${b.endpoint}'.`, l.n, 'url');
     if (typeof o.body !== 'object' || o.body === null || Array.isArray(o.body)) {
@@ -155,20 +196,26 @@ async function validate(p: Platform, b: BatchRow): Promise<BatchRow> {
       continue;
     }
     const lineModel = (o.body as Record<string, unknown>).model;
-    if (typeof lineModel === 'string') {
+    if (typeof lineModel === 'string' && lineModel.length <= 200 && !lineModel.includes('\0')) {
       model ??= lineModel;
-      if (lineModel !== model)
-        problem('mismatched_model', `Line ${l.n}: every line of a batch must use the same model ('${model}'), not '${lineModel}'.`, l.n, 'body.model');
+      if (lineModel !== model) problem('mismatched_model', `Line ${l.n}: every line of a batch must use the same model as its first line.`, l.n, 'body.model');
     }
     seen.add(o.custom_id);
     if (errors.length) continue;
     try {
-      const req = await checkBatchBody(p, who.caller, o.body);
+      const { floats, ...req } = await checkBatchBody(p, who.caller, o.body);
+      inputs += req.inputs.length;
+      if (inputs > p.config.BATCH_MAX_INPUTS) {
+        problem('too_many_inputs', `The input file has more than ${p.config.BATCH_MAX_INPUTS} embedding inputs in all, the most one batch may have.`, l.n);
+        break;
+      }
+      place(floats);
       requests.push({ batch_id: b.id, line, custom_id: o.custom_id, request: p.secrets.encrypt(JSON.stringify(req)) });
     } catch (raw) {
       // The line's own request is refused (as /v1/embeddings would answer it): it goes to the error file, the rest run.
       const err = toAppError(raw);
       if (err.status >= 500) throw raw;
+      place(0);
       requests.push({ batch_id: b.id, line, custom_id: o.custom_id, request: '' });
       results.push({ batch_id: b.id, line, ok: false, output: failedLine(b.id, line, o.custom_id, err) });
       prefailed++;
@@ -179,12 +226,11 @@ async function validate(p: Platform, b: BatchRow): Promise<BatchRow> {
   if (!errors.length && line === 0) problem('empty_file', 'The input file has no requests.', 1);
   if (errors.length) return fail(p, b, errors);
   await flush();
-  const chunks = Math.ceil(line / p.config.BATCH_CHUNK_LINES);
-  const moved = await store.moveBatch(p.db, b.id, ['validating'], 'in_progress', { total: line, failed: prefailed, chunks, model });
+  const counted = { total: line, failed: prefailed, chunks: chunkStarts.length, chunk_starts: JSON.stringify(chunkStarts), model };
+  const moved = await store.moveBatch(p.db, b.id, ['validating'], 'in_progress', counted);
   if (moved) return moved;
-  // Cancelled while it was validated: it ends with nothing run.
-  const now = (await store.batchById(p.db, b.id))!;
-  if (now.status === 'cancelling') await store.moveBatch(p.db, b.id, ['cancelling'], 'cancelling', { total: line, failed: prefailed, chunks, model });
+  // Cancelled while it was validated: its chunks run nothing, and it ends cancelled.
+  await store.updateBatch(p.db, b.id, ['cancelling'], counted);
   return (await store.batchById(p.db, b.id))!;
 }
 
@@ -193,11 +239,11 @@ const finalizeJobId = (batchId: string) => `batches-${batchId}-finalize`;
 
 /** One chunk job per BATCH_CHUNK_LINES lines, each under an id of its own (enqueued again, it is the same job). */
 async function fanOut(p: Platform, b: BatchRow): Promise<void> {
-  const size = Math.ceil(b.total / Math.max(1, b.chunks));
+  const starts = b.chunk_starts ?? [];
   for (let c = 0; c < b.chunks; c++) {
     const jobId = chunkJobId(b.id, c);
     await recordJobOwner(p.db, { jobId, ownerId: b.owner_id, queue: 'batches', name: 'batches.chunk' });
-    await p.jobs.enqueue('batches.chunk', { batchId: b.id, chunk: c, from: c * size, to: Math.min(b.total, (c + 1) * size) }, { owner: b.owner_id, jobId });
+    await p.jobs.enqueue('batches.chunk', { batchId: b.id, chunk: c, from: starts[c]!, to: starts[c + 1] ?? b.total }, { owner: b.owner_id, jobId });
   }
   if (b.chunks === 0) await finalizeLater(p, b);
 }
@@ -269,16 +315,18 @@ async function runLines(
     });
     return everyLine(err);
   }
+  const lastAttempt = ctx.job.attemptsMade + 1 >= (ctx.job.opts.attempts ?? 1);
   let outcomes: BatchOutcome[];
   try {
     outcomes = await embedBatch(p, who.caller, requests);
   } catch (err) {
     await p.ledger.refund(held.reservation).catch(() => {});
+    // Its last attempt: the failure is every line's outcome (the error file), and the batch goes on.
+    if (lastAttempt) return everyLine(toAppError(err));
     throw err;
   }
   // A line that failed for a passing reason (an upstream down, rate limited) is tried again with the chunk, while attempts last.
-  const attempts = ctx.job.opts.attempts ?? 1;
-  const retryLater = ctx.job.attemptsMade + 1 < attempts ? outcomes.map((o) => !o.ok && o.error.retriable) : outcomes.map(() => false);
+  const retryLater = lastAttempt ? outcomes.map(() => false) : outcomes.map((o) => !o.ok && o.error.retriable);
   const done = await commit(
     p,
     b,
@@ -348,9 +396,15 @@ const resultFileId = (batchId: string, which: 'output' | 'errors') => `file-${di
 export async function finalizeBatch(p: Platform, batchId: string): Promise<FinalizeResult> {
   let b = await store.batchById(p.db, batchId);
   if (!b) throw new AppError(404, `Batch ${batchId} is gone`, { code: 'batch_not_found', retriable: false });
-  if (FINAL_STATUSES.includes(b.status)) return { batch: b.id, status: b.status, completed: b.completed, failed: b.failed };
+  if (FINAL_STATUSES.includes(b.status)) {
+    // Ended by an earlier run that died before its last steps: they are done again (each is idempotent).
+    await store.dropRequests(p.db, batchId);
+    await batchEvent(p, b);
+    return { batch: b.id, status: b.status, completed: b.completed, failed: b.failed };
+  }
+  if (b.status === 'in_progress') b = (await store.moveBatch(p.db, b.id, ['in_progress'], 'finalizing')) ?? (await store.batchById(p.db, b.id))!;
+  // Read after the move: a cancel that came in between makes it a cancelled batch.
   const cancelled = b.status === 'cancelling';
-  if (!cancelled) b = (await store.moveBatch(p.db, b.id, ['in_progress'], 'finalizing')) ?? (await store.batchById(p.db, b.id))!;
   const expired = !cancelled && b.expires_at !== null && b.expires_at.getTime() <= Date.now();
   const code = cancelled ? 'batch_cancelled' : 'batch_expired';
   const message = cancelled ? 'This request was not run: the batch was cancelled.' : 'This request was not run: the batch expired before it ran.';
@@ -362,7 +416,9 @@ export async function finalizeBatch(p: Platform, batchId: string): Promise<Final
       unrun.map((r) => ({ batch_id: batchId, line: r.line, ok: false, output: outputLine(batchId, r.line, r.custom_id, null, { code, message }) })),
     );
   }
-  const expiresAt = new Date(Date.now() + p.config.FILE_RETENTION_DAYS * 86_400_000);
+  // A finalizing run again after one that wrote them finds no unrun lines: the expired ones are counted from the rows.
+  if (expired && unrunLines === 0) unrunLines = await store.countExpiredLines(p.db, batchId);
+  const expiresAt = new Date(Date.now() + (b.output_expires_seconds ?? p.config.FILE_RETENTION_DAYS * 86_400) * 1000);
   // The files are the outcomes themselves (read in line order): made here as rows that name them, nothing copied.
   const files = await store.resultFiles(p.db, {
     batchId,

@@ -47,6 +47,8 @@ export interface BatchRow {
   completed: number;
   failed: number;
   chunks: number;
+  chunk_starts: number[] | null;
+  output_expires_seconds: number | null;
   prompt_tokens: string | number;
   output_file_id: string | null;
   error_file_id: string | null;
@@ -211,7 +213,10 @@ export function parseCreateBatch(raw: unknown): CreateBatch {
     if (typeof b[field] !== 'string') throw invalid(`Invalid type for '${field}': expected a string.`, field);
   }
   if (b.endpoint !== BATCH_ENDPOINT) {
-    throw invalid(`Invalid value for 'endpoint': this server runs batches for '${BATCH_ENDPOINT}' only, but got ${JSON.stringify(b.endpoint)}.`, 'endpoint');
+    throw invalid(
+      `Invalid value for 'endpoint': this server runs batches for '${BATCH_ENDPOINT}' only, but got ${JSON.stringify(String(b.endpoint).slice(0, 100))}.`,
+      'endpoint',
+    );
   }
   if (b.completion_window !== COMPLETION_WINDOW) {
     throw invalid(

@@ -17,6 +17,8 @@ const STALE_UPLOAD_MS = 6 * 3_600_000;
 const fileNotFound = (id: string) => notFound(`No such File object: ${id}`, { code: 'file_not_found', type: 'invalid_request_error', param: 'file_id' });
 const batchNotFound = (id: string) =>
   notFound(`No batch found with id '${id}'.`, { code: 'batch_not_found', type: 'invalid_request_error', param: 'batch_id' });
+/** openai-node retries a 409 or 429 unless told not to: a limit or an ended batch will answer the same again. */
+const NO_RETRY = { 'x-should-retry': 'false' };
 const invalid = (message: string, param: string | null) => badRequest(message, { param, type: 'invalid_request_error' });
 
 const expiresIn = (p: Platform) => new Date(Date.now() + p.config.FILE_RETENTION_DAYS * 86_400_000);
@@ -28,20 +30,37 @@ const expiresIn = (p: Platform) => new Date(Date.now() + p.config.FILE_RETENTION
  */
 export async function upload(p: Platform, principal: Principal, req: IncomingMessage): Promise<s.FileRow> {
   const owner = principal.user.id;
-  if ((await store.countFiles(p.db, owner)) >= p.config.FILES_PER_USER) {
-    throw tooManyRequests(`You keep ${p.config.FILES_PER_USER} files already: delete some first.`, 60, {
-      code: 'too_many_files',
-      type: 'invalid_request_error',
-    });
-  }
   let parser: busboy.Busboy;
   try {
     parser = busboy({ headers: req.headers, limits: { files: 1, fields: 8, fieldSize: 1024, parts: 12, fileSize: p.config.BATCH_MAX_FILE_BYTES } });
   } catch {
     throw invalid("The body must be multipart/form-data with a 'file' part and a 'purpose' field.", null);
   }
+  // The file's row is made first, counted with the owner's others under a lock: uploads at once cannot pass the limit.
+  const id = store.newFileId();
+  await store.asOwner(p.db, owner, async (trx) => {
+    if ((await store.countFiles(trx, owner)) >= p.config.FILES_PER_USER) {
+      throw tooManyRequests(`You keep ${p.config.FILES_PER_USER} files already: delete some first.`, 60, {
+        code: 'too_many_files',
+        type: 'invalid_request_error',
+        headers: NO_RETRY,
+      });
+    }
+    await store.createFile(trx, { id, ownerId: owner, filename: 'upload.jsonl', purpose: 'batch', expiresAt: null });
+  });
+  try {
+    return await receive(p, req, parser, id);
+  } catch (err) {
+    await store.dropFile(p.db, id).catch(() => {});
+    throw err;
+  }
+}
+
+/** The upload's parts: its fields, and its one file part kept as it arrives. */
+async function receive(p: Platform, req: IncomingMessage, parser: busboy.Busboy, id: string): Promise<s.FileRow> {
   const fields: Record<string, string> = {};
-  let stored: Promise<{ id: string; bytes: number } | AppError> | undefined;
+  let filename = 'upload.jsonl';
+  let stored: Promise<{ bytes: number } | AppError> | undefined;
   parser.on('field', (name, value) => {
     fields[name] = value;
   });
@@ -50,7 +69,8 @@ export async function upload(p: Platform, principal: Principal, req: IncomingMes
       stream.resume();
       return;
     }
-    stored = storeUpload(p, owner, info.filename, stream, p.config.BATCH_MAX_FILE_BYTES);
+    filename = (info.filename ?? '').split(/[\\/]/).pop()!.slice(0, 255) || 'upload.jsonl';
+    stored = storeUpload(p, id, stream, p.config.BATCH_MAX_FILE_BYTES);
   });
   const ended = new Promise<void>((resolve, reject) => {
     parser.on('close', resolve);
@@ -62,8 +82,7 @@ export async function upload(p: Platform, principal: Principal, req: IncomingMes
   try {
     await ended;
   } catch {
-    const kept = await stored;
-    if (kept && !(kept instanceof AppError)) await store.dropFile(p.db, kept.id);
+    await stored;
     throw invalid('The multipart body is malformed.', null);
   }
   const kept = await stored;
@@ -71,7 +90,6 @@ export async function upload(p: Platform, principal: Principal, req: IncomingMes
   if (kept instanceof AppError) throw kept;
   const purpose = fields.purpose;
   if (!purpose || !(s.UPLOAD_PURPOSES as readonly string[]).includes(purpose)) {
-    await store.dropFile(p.db, kept.id);
     throw purpose
       ? invalid(
           `Invalid value for 'purpose': this server takes files for ${s.UPLOAD_PURPOSES.map((x) => `'${x}'`).join(', ')} only, but got '${purpose.slice(0, 64)}'.`,
@@ -79,17 +97,26 @@ export async function upload(p: Platform, principal: Principal, req: IncomingMes
         )
       : invalid("Missing required parameter: 'purpose'.", 'purpose');
   }
-  const seconds = Number(fields['expires_after[seconds]']);
-  const expiresAt = Number.isInteger(seconds) && seconds >= 3600 && seconds <= 2_592_000 ? new Date(Date.now() + seconds * 1000) : expiresIn(p);
-  await p.db('files').where({ id: kept.id }).update({ expires_at: expiresAt });
-  return store.finishFile(p.db, kept.id, kept.bytes, purpose);
+  const expiresAt = uploadExpiry(p, fields);
+  await p.db('files').where({ id }).update({ expires_at: expiresAt, filename });
+  return store.finishFile(p.db, id, kept.bytes, purpose);
+}
+
+/** `expires_after[anchor]` and `expires_after[seconds]` as OpenAI takes them (anchor created_at, 3600-2592000 s), or the default. */
+function uploadExpiry(p: Platform, fields: Record<string, string>): Date {
+  const anchor = fields['expires_after[anchor]'];
+  const raw = fields['expires_after[seconds]'];
+  if (anchor === undefined && raw === undefined) return expiresIn(p);
+  const seconds = Number(raw);
+  if (anchor !== 'created_at') throw invalid("Invalid value for 'expires_after[anchor]': expected 'created_at'.", 'expires_after[anchor]');
+  if (!Number.isInteger(seconds) || seconds < 3600 || seconds > 2_592_000) {
+    throw invalid("Invalid value for 'expires_after[seconds]': expected an integer from 3600 to 2592000.", 'expires_after[seconds]');
+  }
+  return new Date(Date.now() + seconds * 1000);
 }
 
 /** The file part's bytes into Postgres, a part at a time; an AppError (too large, a write that failed) keeps nothing. */
-async function storeUpload(p: Platform, owner: number, filename: string | undefined, stream: Readable & { truncated?: boolean }, max: number) {
-  const id = store.newFileId();
-  const name = (filename ?? '').split(/[\\/]/).pop()!.slice(0, 255) || 'upload.jsonl';
-  await store.createFile(p.db, { id, ownerId: owner, filename: name, purpose: 'batch', expiresAt: null });
+async function storeUpload(p: Platform, id: string, stream: Readable & { truncated?: boolean }, max: number): Promise<{ bytes: number } | AppError> {
   let seq = 0;
   let bytes = 0;
   let pending: Buffer[] = [];
@@ -106,7 +133,6 @@ async function storeUpload(p: Platform, owner: number, filename: string | undefi
       }
     }
     if (stream.truncated) {
-      await store.dropFile(p.db, id);
       return new AppError(413, `The file is larger than ${max} bytes, the most one file may have.`, {
         code: 'file_too_large',
         type: 'invalid_request_error',
@@ -114,10 +140,9 @@ async function storeUpload(p: Platform, owner: number, filename: string | undefi
       });
     }
     if (pendingBytes) await store.addPart(p.db, id, seq, Buffer.concat(pending));
-    return { id, bytes };
+    return { bytes };
   } catch (err) {
     stream.resume();
-    await store.dropFile(p.db, id).catch(() => {});
     return err instanceof AppError ? err : new AppError(500, 'The file could not be stored.', { code: 'file_not_stored' });
   }
 }
@@ -151,26 +176,36 @@ export async function createBatch(p: Platform, principal: Principal, input: s.Cr
   const file = s.fileIdOrNull(input.inputFileId) && (await store.getFile(p.db, principal.user.id, input.inputFileId));
   if (!file) throw fileNotFound(input.inputFileId);
   if (file.purpose !== 'batch') throw invalid(`The file ${file.id} was not uploaded with purpose 'batch'.`, 'input_file_id');
-  if ((await store.countRunningBatches(p.db, principal.user.id)) >= p.config.BATCHES_RUNNING_PER_USER) {
-    throw tooManyRequests(`You have ${p.config.BATCHES_RUNNING_PER_USER} batches that have not ended: wait for one, or cancel one.`, 60, {
-      code: 'too_many_batches',
-      type: 'invalid_request_error',
-    });
-  }
   const id = store.newBatchId();
-  const row = await store.createBatch(p.db, {
-    id,
-    ownerId: principal.user.id,
-    tokenId: principal.token?.id ?? null,
-    inputFileId: file.id,
-    endpoint: s.BATCH_ENDPOINT,
-    completionWindow: s.COMPLETION_WINDOW,
-    metadata: input.metadata,
-    expiresAt: new Date(Date.now() + s.COMPLETION_WINDOW_MS),
+  const row = await store.asOwner(p.db, principal.user.id, async (trx) => {
+    if ((await store.countRunningBatches(trx, principal.user.id)) >= p.config.BATCHES_RUNNING_PER_USER) {
+      throw tooManyRequests(`You have ${p.config.BATCHES_RUNNING_PER_USER} batches that have not ended: wait for one, or cancel one.`, 60, {
+        code: 'too_many_batches',
+        type: 'invalid_request_error',
+        headers: NO_RETRY,
+      });
+    }
+    return store.createBatch(trx, {
+      id,
+      ownerId: principal.user.id,
+      tokenId: principal.token?.id ?? null,
+      inputFileId: file.id,
+      endpoint: s.BATCH_ENDPOINT,
+      completionWindow: s.COMPLETION_WINDOW,
+      metadata: input.metadata,
+      expiresAt: new Date(Date.now() + s.COMPLETION_WINDOW_MS),
+      outputExpiresSeconds: input.outputExpiresAfterSeconds ?? null,
+    });
   });
   const jobId = `batches-${id}-run`;
-  await recordJobOwner(p.db, { jobId, ownerId: principal.user.id, queue: 'batches', name: 'batches.run' });
-  await p.jobs.enqueue('batches.run', { batchId: id }, { owner: principal.user.id, jobId });
+  try {
+    await recordJobOwner(p.db, { jobId, ownerId: principal.user.id, queue: 'batches', name: 'batches.run' });
+    await p.jobs.enqueue('batches.run', { batchId: id }, { owner: principal.user.id, jobId });
+  } catch (err) {
+    // Not queued (Redis away): no batch stands waiting for ever; the client may create it again.
+    await store.deleteBatch(p.db, id).catch(() => {});
+    throw err;
+  }
   return row;
 }
 
@@ -197,7 +232,7 @@ export async function cancelBatch(p: Platform, principal: Principal, id: string)
   if (moved) return moved;
   const now = (await store.getBatch(p.db, principal.user.id, id))!;
   if (now.status === 'cancelling') return now;
-  throw conflict(`Cannot cancel a batch with status '${now.status}'.`, { code: 'batch_not_cancellable', type: 'invalid_request_error' });
+  throw conflict(`Cannot cancel a batch with status '${now.status}'.`, { code: 'batch_not_cancellable', type: 'invalid_request_error', headers: NO_RETRY });
 }
 
 /** files.expire: files past their expiry, and uploads abandoned mid-way. */

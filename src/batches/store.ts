@@ -17,6 +17,17 @@ export async function createFile(db: Db, f: { id: string; ownerId: number; filen
   await db('files').insert({ id: f.id, owner_id: f.ownerId, filename: f.filename, purpose: f.purpose, status: 'uploading', expires_at: f.expiresAt });
 }
 
+/**
+ * Runs `make` (a count and an insert) with the owner's users row locked: two requests of one owner at once count one
+ * after the other, so a per-user limit holds under concurrency.
+ */
+export async function asOwner<T>(db: Db, ownerId: number, make: (trx: Db) => Promise<T>): Promise<T> {
+  return db.transaction(async (trx) => {
+    await trx('users').where({ id: ownerId }).forUpdate().first('id');
+    return make(trx);
+  });
+}
+
 export async function addPart(db: Db, fileId: string, seq: number, data: Buffer): Promise<void> {
   await db('file_parts').insert({ file_id: fileId, seq, data });
 }
@@ -47,7 +58,7 @@ export async function listFiles(db: Db, ownerId: number, q: { purpose?: string; 
   if (q.purpose) query.andWhere({ purpose: q.purpose });
   if (q.after) {
     const cursor = db('files').where({ id: q.after, owner_id: ownerId }).select('created_at', 'id');
-    query.andWhereRaw(`(created_at, id) ${q.order === 'desc' ? '<' : '>'} (${cursor.toQuery()})`);
+    query.andWhere(db.raw('(created_at, id)'), q.order === 'desc' ? '<' : '>', cursor);
   }
   return query
     .orderBy([
@@ -70,19 +81,38 @@ export async function* readFile(db: Db, file: Pick<FileRow, 'id' | 'batch_id' | 
   }
 }
 
-/** A batch's outcome lines (`ok`: those that succeeded, else the others) in line order, as pages of JSONL text. */
-async function* outcomePages(db: Db, batchId: string, ok: boolean, pageSize = 256): AsyncGenerator<string> {
+/** What a download holds in memory at most between reads (a line may be bigger: it is sent alone). */
+const PAGE_BYTES = 4 * 1024 * 1024;
+
+/**
+ * A batch's outcome lines (`ok`: those that succeeded, else the others) in line order, as pages of JSONL of about
+ * PAGE_BYTES: the lines' sizes are read first, then as many lines as fit.
+ */
+async function* outcomePages(db: Db, batchId: string, ok: boolean, pageSize = 512): AsyncGenerator<string> {
   let after = -1;
   for (;;) {
-    const rows: { line: number; output: string }[] = await db('batch_results')
+    const sizes: { line: number; n: number }[] = await db('batch_results')
       .where({ batch_id: batchId, ok })
       .andWhere('line', '>', after)
       .orderBy('line')
       .limit(pageSize)
-      .select('line', 'output');
-    if (rows.length) yield rows.map((r) => `${r.output}\n`).join('');
-    if (rows.length < pageSize) return;
-    after = rows.at(-1)!.line;
+      .select('line', db.raw('octet_length(output)::int as n'));
+    if (!sizes.length) return;
+    let bytes = 0;
+    let last = sizes[0]!.line;
+    for (const r of sizes) {
+      if (bytes > 0 && bytes + r.n > PAGE_BYTES) break;
+      bytes += r.n;
+      last = r.line;
+    }
+    const rows: { output: string }[] = await db('batch_results')
+      .where({ batch_id: batchId, ok })
+      .andWhere('line', '>', after)
+      .andWhere('line', '<=', last)
+      .orderBy('line')
+      .select('output');
+    yield rows.map((r) => `${r.output}\n`).join('');
+    after = last;
   }
 }
 
@@ -165,6 +195,7 @@ export async function createBatch(
     completionWindow: string;
     metadata: Record<string, string> | null;
     expiresAt: Date;
+    outputExpiresSeconds: number | null;
   },
 ): Promise<BatchRow> {
   const [row] = await db('batches')
@@ -179,6 +210,7 @@ export async function createBatch(
       metadata: b.metadata ? JSON.stringify(b.metadata) : null,
       created_at: db.fn.now(),
       expires_at: b.expiresAt,
+      output_expires_seconds: b.outputExpiresSeconds,
     })
     .returning('*');
   return row as BatchRow;
@@ -193,6 +225,10 @@ export async function countRunningBatches(db: Db, ownerId: number): Promise<numb
   return Number(n);
 }
 
+export async function deleteBatch(db: Db, id: string): Promise<void> {
+  await db('batches').where({ id }).delete();
+}
+
 export const batchById = (db: Db, id: string) => db('batches').where({ id }).first<BatchRow | undefined>();
 
 export const getBatch = (db: Db, ownerId: number, id: string) => db('batches').where({ id, owner_id: ownerId }).first<BatchRow | undefined>();
@@ -201,7 +237,7 @@ export async function listBatches(db: Db, ownerId: number, q: { limit: number; a
   const query = db('batches').where({ owner_id: ownerId });
   if (q.after) {
     const cursor = db('batches').where({ id: q.after, owner_id: ownerId }).select('created_at', 'id');
-    query.andWhereRaw(`(created_at, id) < (${cursor.toQuery()})`);
+    query.andWhere(db.raw('(created_at, id)'), '<', cursor);
   }
   return query
     .orderBy([
@@ -225,6 +261,14 @@ export async function moveBatch(
     .update({ status: to, [`${to}_at`]: db.fn.now(), ...more })
     .returning('*');
   return row as BatchRow | undefined;
+}
+
+/** Sets fields of a batch in one of `from` (its status unchanged). */
+export async function updateBatch(db: Db, id: string, from: readonly BatchStatus[], fields: Record<string, unknown>): Promise<void> {
+  await db('batches')
+    .where({ id })
+    .whereIn('status', from as BatchStatus[])
+    .update(fields);
 }
 
 /** A batch's checked requests, inserted (again: a validation that is run again after a crash writes the same rows). */
@@ -290,6 +334,15 @@ export async function* unrun(db: Db, batchId: string, pageSize = 500): AsyncGene
     if (rows.length < pageSize) return;
     after = rows.at(-1)!.line;
   }
+}
+
+/** Lines of a batch that ended expired before they ran (their error line says batch_expired). */
+export async function countExpiredLines(db: Db, batchId: string): Promise<number> {
+  const [{ n }] = await db('batch_results')
+    .where({ batch_id: batchId, ok: false })
+    .andWhere('output', 'like', '%"code":"batch_expired"%')
+    .count<{ n: string }[]>({ n: '*' });
+  return Number(n);
 }
 
 /** Once the batch has ended, its requests are no longer needed (its outcomes are its files' bytes). */

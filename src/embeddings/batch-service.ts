@@ -20,6 +20,9 @@ export interface BatchRequest {
   base64: boolean;
 }
 
+/** The most dimensions an upstream model is asked for (its own default unknown here): what a line's floats are bounded by. */
+const UPSTREAM_MAX_DIMENSIONS = 3072;
+
 /** Who a batch runs for: its owner, and the models its API key may use. */
 export interface BatchCaller {
   user: AuthUser;
@@ -30,10 +33,12 @@ export interface BatchCaller {
 export type BatchOutcome = { ok: true; body: string; promptTokens: number } | { ok: false; error: AppError };
 
 /** A line's body, checked as POST /v1/embeddings checks a request; throws the same AppError it would answer. */
-export async function checkBatchBody(p: Platform, caller: BatchCaller, body: unknown): Promise<BatchRequest> {
+export async function checkBatchBody(p: Platform, caller: BatchCaller, body: unknown): Promise<BatchRequest & { floats: number }> {
   const req = parseEmbeddingsRequest(body);
-  const { tokens } = await checkRequest(p, caller.user, caller.models, req);
-  return { model: req.model, inputs: req.inputs, tokens, dimensions: req.dimensions, base64: req.encodingFormat === 'base64' };
+  const { model, tokens } = await checkRequest(p, caller.user, caller.models, req);
+  // At most this many vector components come back for the line (what its chunk's size is bounded by).
+  const floats = req.inputs.length * (req.dimensions ?? (model.kind === 'local' ? model.defaultDimensions : UPSTREAM_MAX_DIMENSIONS));
+  return { model: req.model, inputs: req.inputs, tokens, dimensions: req.dimensions, base64: req.encodingFormat === 'base64', floats };
 }
 
 /** The model's price per token for this caller (an upstream model's is its channels'). */
@@ -112,3 +117,4 @@ export async function embedBatch(p: Platform, caller: BatchCaller, requests: Bat
   return answers;
 }
 export { costOf } from './models.js';
+export { MAX_FLOATS_PER_REQUEST } from './schema.js';

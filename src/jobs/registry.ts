@@ -53,6 +53,11 @@ export interface JobKind<N extends string = string, S extends z.ZodType = z.ZodT
    */
   reply?: 'events' | 'direct';
   /**
+   * Why DELETE /api/jobs/{id} may not cancel a job of this kind (it is part of a larger piece of work that has a cancel
+   * of its own, e.g. a batch's chunk): the 409's message. Unset: cancellable.
+   */
+  notCancellable?: string;
+  /**
    * At most this many jobs of one owner (the user who submitted them) run at once on this job's
    * queue, across every worker; the owner's other jobs wait (delayed, then retried for a slot)
    * without taking a worker from anyone else. Unset: no per-owner limit.

@@ -158,6 +158,8 @@ export async function cancelJob(p: Platform, me: Viewer, id: string): Promise<{ 
     if (record && (await mayView(p, me, record.owner))) throw alreadyOver('cancelled');
     throw err;
   }
+  const refused = p.jobs.kind(job.name).notCancellable;
+  if (refused) throw conflict(refused, { code: 'job_not_cancellable' });
   let state = await job.getState();
   if (WAITING.has(state)) {
     const err = cancelledError();

@@ -66,6 +66,7 @@ beforeAll(async () => {
       JOB_STALLED_INTERVAL_MS: '1000',
       BATCH_MAX_FILE_BYTES: '4096',
       BATCH_MAX_REQUESTS: '5000',
+      BATCH_MAX_INPUTS: '5000',
       FILES_PER_USER: '40',
       BATCHES_RUNNING_PER_USER: '3',
     },
@@ -122,6 +123,21 @@ describe('batches that meet trouble', () => {
       await w.stop('SIGTERM');
     }
   }, 120_000);
+
+  it('an upstream that keeps failing: after the chunk’s last attempt its lines are in the error file and the batch completes', async () => {
+    const w = await startWorker();
+    try {
+      up.behaviour = { kind: 'status', status: 503, times: 1000 };
+      const b = await create(jsonl([line('f1', { model: 'up-model', input: 'never' }), line('f2', { model: 'up-model', input: 'answered' })]));
+      const done = await ended(b.id, 120_000);
+      expect(done.status).toBe('completed');
+      expect(done.request_counts).toEqual({ total: 2, completed: 0, failed: 2 });
+      expect((await linesOf(done.error_file_id)).map((e) => e.response.status_code)).toEqual([502, 502]);
+    } finally {
+      up.behaviour = { kind: 'ok', reportUsage: true };
+      await w.stop('SIGTERM');
+    }
+  }, 150_000);
 
   it('a worker SIGKILLed mid-batch loses no line and charges none twice: every custom_id once, the charge is the output lines’ tokens', async () => {
     const n = 4000;
@@ -264,6 +280,35 @@ describe('limits and housekeeping', () => {
     await w.stop('SIGTERM');
   }, 120_000);
 
+  it('a NUL in a custom_id, or more inputs than BATCH_MAX_INPUTS, fails validation (the batch does not hang); chunks end at a bound on their floats', async () => {
+    const w = await startWorker();
+    const nul = await create(jsonl([line('a\u0000b', { model: 'local-hash-v1', input: 'x' })]));
+    const fromFile = async (text: string) =>
+      oa().batches.create({ input_file_id: await bigUpload(text), endpoint: '/v1/embeddings', completion_window: '24h' });
+    const many = await fromFile(jsonl([0, 1, 2].map((i) => line(`i${i}`, { model: 'local-hash-v1', input: Array(2000).fill('w') }))));
+    const heavy = await fromFile(jsonl([0, 1].map((i) => line(`h${i}`, { model: 'local-hash-v1', input: Array(1100).fill('h'), dimensions: 1024 }))));
+    expect((await ended(nul.id)).errors?.data?.map((e) => [e.code, e.param])).toEqual([['invalid_value', 'custom_id']]);
+    expect((await ended(many.id)).errors?.data?.map((e) => e.code)).toEqual(['too_many_inputs']);
+    const done = await ended(heavy.id);
+    expect(done.request_counts).toEqual({ total: 2, completed: 2, failed: 0 });
+    // 2 × 1100 × 1024 floats is more than one request's 2,097,152: two chunks, though BATCH_CHUNK_LINES is 8.
+    expect((await t.platform.db('batches').where({ id: heavy.id }).first()).chunks).toBe(2);
+    await w.stop('SIGTERM');
+  }, 120_000);
+
+  it('a batch job cannot be cancelled through DELETE /api/jobs (409: cancel the batch); a malformed list cursor is an empty page, not an error', async () => {
+    const b = await create(jsonl([line('d1', { model: 'local-hash-v1', input: 'x' })]));
+    const res = await alice.delete(`/api/jobs/batches-${b.id}-run`);
+    expect(res.status).toBe(409);
+    expect(JSON.stringify(res.body)).toContain('/v1/batches/{id}/cancel');
+    const v1 = t.anon.withAuth(`Bearer ${key}`);
+    for (const path of ['/v1/files?after=a%3Fb', '/v1/batches?after=a%3Fb%27']) {
+      const page = await v1.get(path);
+      expect(page.status, path).toBe(200);
+      expect(page.body.data).toEqual([]);
+    }
+  });
+
   it('files past their expiry are deleted by files.expire, with their bytes', async () => {
     const f = await upload('{}\n');
     await t.platform
@@ -307,9 +352,35 @@ describe('limits and housekeeping', () => {
       purpose: 'batch',
     });
     const body = { input_file_id: file.id, endpoint: '/v1/embeddings' as const, completion_window: '24h' as const };
-    for (let i = 0; i < 3; i++) await client.batches.create(body);
-    await expect(client.batches.create(body)).rejects.toMatchObject({ status: 429, code: 'too_many_batches' });
+    // Six at once: three pass.
+    const tries = await Promise.allSettled(Array.from({ length: 6 }, () => client.batches.create(body)));
+    expect(tries.filter((x) => x.status === 'fulfilled')).toHaveLength(3);
+    for (const x of tries.filter((r) => r.status === 'rejected'))
+      expect((x as PromiseRejectedResult).reason).toMatchObject({ status: 429, code: 'too_many_batches' });
+    // openai-node is told not to retry it (it would answer the same).
+    const again = await t.anon.withAuth(`Bearer ${zedKey}`).post('/v1/batches', body);
+    expect(again.status).toBe(429);
+    expect(again.headers.get('x-should-retry')).toBe('false');
     expect(Number((await t.platform.db('batches').where({ input_file_id: file.id }).count<{ n: string }[]>({ n: '*' }))[0]!.n)).toBe(3);
+  });
+
+  it("a user's count-and-insert steps (files, batches) run one after another: a second waits while the first holds the user", async () => {
+    const { asOwner } = await import('../../src/batches/store.js');
+    let release!: () => void;
+    const held = new Promise<void>((r) => {
+      release = r;
+    });
+    const first = asOwner(t.platform.db, aliceId, () => held);
+    await new Promise((r) => setTimeout(r, 100));
+    let secondRan = false;
+    const second = asOwner(t.platform.db, aliceId, async () => {
+      secondRan = true;
+    });
+    await new Promise((r) => setTimeout(r, 400));
+    expect(secondRan).toBe(false);
+    release();
+    await Promise.all([first, second]);
+    expect(secondRan).toBe(true);
   });
 
   it('the same create with the same Idempotency-Key is one batch; its jobs are the owner’s in GET /api/jobs', async () => {

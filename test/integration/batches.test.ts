@@ -87,6 +87,7 @@ describe('a batch of /v1/embeddings requests, with the openai client', () => {
       expect(o.response.body).toEqual(JSON.parse(JSON.stringify(direct)));
     }
     const outFile = await client.files.retrieve(done.output_file_id!);
+    expect(outFile.expires_at! - outFile.created_at).toBeGreaterThan(29 * 86_400);
     expect(outFile).toMatchObject({ purpose: 'batch_output', filename: `${done.id}_output.jsonl` });
     const bytes = Buffer.from(await (await client.files.content(outFile.id)).arrayBuffer());
     expect(outFile.bytes).toBe(bytes.length);
@@ -137,6 +138,30 @@ describe('a batch of /v1/embeddings requests, with the openai client', () => {
       [5, 'mismatched_model'],
     ]);
     expect(done.output_file_id).toBeNull();
+  });
+
+  it('expires_after sets an upload’s expiry (a wrong one is 400); output_expires_after sets its results’', async () => {
+    const client = oa(await keyOf(alice));
+    const text = jsonl([line('e', { model: 'local-hash-v1', input: 'x' })]);
+    const file = await client.files.create({
+      file: await toFile(Buffer.from(text), 'e.jsonl'),
+      purpose: 'batch',
+      expires_after: { anchor: 'created_at', seconds: 3600 },
+    });
+    expect(file.expires_at! - file.created_at).toBeGreaterThanOrEqual(3599);
+    expect(file.expires_at! - file.created_at).toBeLessThanOrEqual(3601);
+    await expect(
+      client.files.create({ file: await toFile(Buffer.from(text), 'e.jsonl'), purpose: 'batch', expires_after: { anchor: 'created_at', seconds: 60 } }),
+    ).rejects.toBeInstanceOf(OpenAI.BadRequestError);
+    const b = await client.batches.create({
+      input_file_id: file.id,
+      endpoint: '/v1/embeddings',
+      completion_window: '24h',
+      output_expires_after: { anchor: 'created_at', seconds: 7200 },
+    });
+    const done = await ended(client, b.id);
+    const out = await client.files.retrieve(done.output_file_id!);
+    expect(Math.abs(out.expires_at! - out.created_at - 7200)).toBeLessThanOrEqual(2);
   });
 
   it("another user's file and batch are 404, and missing from their lists", async () => {

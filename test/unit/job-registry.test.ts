@@ -15,10 +15,22 @@ import { checkJobKinds } from '../../workers/index.js';
 import { ROOT_DIR } from '../helpers/spawn.js';
 
 /** All that a job declaration consists of (JobKind, src/jobs/registry.ts): nothing of a job kind is kept elsewhere. */
-const DECLARATION_KEYS = ['name', 'queue', 'payload', 'run', 'options', 'payloadIn', 'resultIn', 'reply', 'ownerConcurrency', 'retryDelay'] as const;
+const DECLARATION_KEYS = [
+  'name',
+  'queue',
+  'payload',
+  'run',
+  'options',
+  'payloadIn',
+  'resultIn',
+  'reply',
+  'notCancellable',
+  'ownerConcurrency',
+  'retryDelay',
+] as const;
 
 describe('a job declaration', () => {
-  it('consists of its name, queue, payload schema and handler (run), and optionally options, payloadIn, resultIn, reply, ownerConcurrency, retryDelay', () => {
+  it('consists of its name, queue, payload schema and handler (run), and optionally options, payloadIn, resultIn, reply, notCancellable, ownerConcurrency, retryDelay', () => {
     expectTypeOf<keyof JobKind>().toEqualTypeOf<(typeof DECLARATION_KEYS)[number]>();
     for (const def of jobList) {
       expect(DECLARATION_KEYS, def.name).toEqual(expect.arrayContaining(Object.keys(def)));
