@@ -36,8 +36,8 @@ export const batchesFinalize = defineJob<FinalizeResult>()({
   run: async ({ batchId }, { platform }) => (await work()).finalizeBatch(platform, batchId),
 });
 
-/** Files past FILE_RETENTION_DAYS (or their own expiry), and uploads left unfinished by a process that died. */
-export const filesExpire = defineJob<{ deleted: number }>()({
+/** Files past FILE_RETENTION_DAYS (or their own expiry), uploads left unfinished by a process that died, and batches an hour past their window that never ended. */
+export const filesExpire = defineJob<{ deleted: number; repaired: number }>()({
   name: 'files.expire',
   queue: 'batches',
   payload: expireFilesPayload,

@@ -9,6 +9,7 @@ import { AppError, badRequest, conflict, notFound, tooManyRequests } from '../er
 import { recordJobOwner } from '../logs/jobs-service.js';
 import type { Platform } from '../platform.js';
 import * as s from './schema.js';
+import { batchEvent } from './events.js';
 import * as store from './store.js';
 
 /** An upload that has not finished within this long is taken to be abandoned (its process died) and deleted. */
@@ -236,9 +237,35 @@ export async function cancelBatch(p: Platform, principal: Principal, id: string)
 }
 
 /** files.expire: files past their expiry, and uploads abandoned mid-way. */
-export async function expireFiles(p: Platform): Promise<{ deleted: number }> {
+export async function expireFiles(p: Platform): Promise<{ deleted: number; repaired: number }> {
   let deleted = 0;
   for (let n = 1; n > 0; deleted += n) n = await store.deleteExpiredFiles(p.db, new Date());
   deleted += await store.deleteStaleUploads(p.db, new Date(Date.now() - STALE_UPLOAD_MS));
-  return { deleted };
+  return { deleted, repaired: await repairBatches(p) };
+}
+
+/** How long past its window a batch may stay unended before the hourly repair ends it. */
+const REPAIR_AFTER_MS = 3_600_000;
+
+/**
+ * Batches an hour past their 24 h window that have still not ended (a finalizing job that failed for good, a job
+ * lost with Redis) are ended now: one still validating fails; any other is finalized (expired, or cancelled if it was
+ * being cancelled) by a finalizing job of its own, which, like every finalizing, may run twice without harm.
+ */
+export async function repairBatches(p: Platform): Promise<number> {
+  const stuck = await store.unendedBefore(p.db, new Date(Date.now() - REPAIR_AFTER_MS));
+  for (const b of stuck) {
+    if (b.status === 'validating') {
+      const failed = await store.moveBatch(p.db, b.id, ['validating'], 'failed', {
+        errors: JSON.stringify([{ code: 'batch_expired', message: 'The input file was not checked within the 24 h window.', param: null, line: null }]),
+      });
+      if (failed) await batchEvent(p, failed);
+      continue;
+    }
+    const jobId = `batches-${b.id}-finalize-repair-${Date.now()}`;
+    await recordJobOwner(p.db, { jobId, ownerId: b.owner_id, queue: 'batches', name: 'batches.finalize' });
+    await p.jobs.enqueue('batches.finalize', { batchId: b.id }, { owner: b.owner_id, jobId });
+  }
+  if (stuck.length) p.log.warn({ batches: stuck.map((b) => b.id) }, 'ended batches past their window that had not ended');
+  return stuck.length;
 }

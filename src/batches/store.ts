@@ -229,6 +229,11 @@ export async function deleteBatch(db: Db, id: string): Promise<void> {
   await db('batches').where({ id }).delete();
 }
 
+/** Batches not ended whose window closed before `before`. */
+export async function unendedBefore(db: Db, before: Date, limit = 100): Promise<BatchRow[]> {
+  return db('batches').whereIn('status', ['validating', 'in_progress', 'finalizing', 'cancelling']).andWhere('expires_at', '<', before).limit(limit);
+}
+
 export const batchById = (db: Db, id: string) => db('batches').where({ id }).first<BatchRow | undefined>();
 
 export const getBatch = (db: Db, ownerId: number, id: string) => db('batches').where({ id, owner_id: ownerId }).first<BatchRow | undefined>();

@@ -422,4 +422,46 @@ describe('a chunk run again', () => {
     const tokens = out.reduce((s, o) => s + o.response.body.usage.prompt_tokens, 0);
     expect(before - (await quota())).toBe(tokens);
   });
+
+  it('a batch an hour past its window that never ended (its finalizing failed for good, or it never left validating) is ended by the hourly repair', async () => {
+    const { repairBatches } = await import('../../src/batches/service.js');
+    const { finalizeBatch, runBatch } = await import('../../src/batches/run.js');
+    // A user of its own (alice has batches waiting for a worker that this file no longer runs).
+    await t.root.post('/api/user/', { username: 'yan', password: 'yan-password', quota: 1e6 });
+    const yan = new HttpClient(t.url);
+    await yan.login('yan', 'yan-password');
+    const client = new OpenAI({
+      apiKey: (await yan.post('/api/token/', { name: 'k', unlimited_quota: true })).body.data.key,
+      baseURL: `${t.url}/v1`,
+      maxRetries: 0,
+    });
+    const make = async (text: string) =>
+      client.batches.create({
+        input_file_id: (await client.files.create({ file: await toFile(Buffer.from(text), 'y.jsonl'), purpose: 'batch' })).id,
+        endpoint: '/v1/embeddings',
+        completion_window: '24h',
+      });
+    // Others' batches an hour past their window are ended too: leave none here.
+    await t.platform.db('batches').update({ expires_at: new Date(Date.now() + 86_400_000) });
+    const stuck = await make(jsonl([line('s1', { model: 'local-hash-v1', input: 'stuck' })]));
+    await runBatch(t.platform, stuck.id);
+    const never = await make(jsonl([line('n1', { model: 'local-hash-v1', input: 'never checked' })]));
+    const past = new Date(Date.now() - 2 * 3_600_000);
+    await t.platform.db('batches').where({ id: stuck.id }).update({ status: 'finalizing', expires_at: past });
+    await t.platform.db('batches').where({ id: never.id }).update({ expires_at: past });
+    expect(await repairBatches(t.platform)).toBe(2);
+    expect((await client.batches.retrieve(never.id)).status).toBe('failed');
+    const queued = await t.platform.jobs.queues.get('batches')!.getJobs(['waiting', 'delayed']);
+    expect(queued.some((j) => j.id?.startsWith(`batches-${stuck.id}-finalize-repair-`))).toBe(true);
+    // What that job runs (no worker here):
+    await finalizeBatch(t.platform, stuck.id);
+    const done = await client.batches.retrieve(stuck.id);
+    expect(done.status).toBe('expired');
+    const errors = (await (await client.files.content(done.error_file_id!)).text())
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
+    expect(errors.map((e) => e.error.code)).toEqual(['batch_expired']);
+    expect(await repairBatches(t.platform)).toBe(0);
+  });
 });
