@@ -54,11 +54,12 @@ const failedLine = (batchId: string, line: number, customId: string, err: AppErr
   outputLine(batchId, line, customId, { status: err.status, body: JSON.stringify(openaiErrorBody(err)) }, null);
 
 /** The input file's lines (1-based numbers), a part at a time: a line is never held longer than MAX_LINE_BYTES. */
-async function* linesOf(p: Platform, fileId: string): AsyncGenerator<{ n: number; text: string } | { n: number; tooLong: true }> {
+async function* linesOf(p: Platform, fileId: string, read: { bytes: number }): AsyncGenerator<{ n: number; text: string } | { n: number; tooLong: true }> {
   let rest = Buffer.alloc(0);
   let n = 0;
   let skipping = false;
   for await (const part of store.readFile(p.db, { id: fileId, batch_id: null, batch_ok: null })) {
+    read.bytes += part.length;
     let buf = rest.length ? Buffer.concat([rest, part]) : part;
     for (let nl = buf.indexOf(10); nl >= 0; nl = buf.indexOf(10)) {
       n++;
@@ -161,7 +162,8 @@ async function validate(p: Platform, b: BatchRow): Promise<BatchRow> {
   };
   const problem = (code: string, message: string, n: number, param: string | null = null) => errors.push({ code, message, param, line: n });
 
-  for await (const l of linesOf(p, file.id)) {
+  const read = { bytes: 0 };
+  for await (const l of linesOf(p, file.id, read)) {
     if (errors.length >= MAX_REPORTED_ERRORS) break;
     if ('tooLong' in l) {
       problem('line_too_long', `Line ${l.n} is longer than ${MAX_LINE_BYTES} bytes.`, l.n);
@@ -222,6 +224,10 @@ async function validate(p: Platform, b: BatchRow): Promise<BatchRow> {
     }
     line++;
     if (requests.length >= INSERT_ROWS) await flush();
+  }
+  // Fewer bytes than the file has: it was deleted (or cut) while it was read; what was read is not the batch.
+  if (!errors.length && read.bytes < Number(file.bytes)) {
+    errors.push({ code: 'invalid_file', message: 'The input file was deleted while it was being checked.', param: 'input_file_id', line: null });
   }
   if (!errors.length && line === 0) problem('empty_file', 'The input file has no requests.', 1);
   if (errors.length) return fail(p, b, errors);

@@ -309,6 +309,22 @@ describe('limits and housekeeping', () => {
     }
   });
 
+  it('an input file that loses its bytes while it is checked (deleted meanwhile) fails the batch instead of running part of it', async () => {
+    const w = await startWorker();
+    const text = jsonl([line('c1', { model: 'local-hash-v1', input: 'x' }), line('c2', { model: 'local-hash-v1', input: 'y' })]);
+    const id = await bigUpload(text);
+    // As if the parts after the first had gone: the row says more bytes than there are.
+    await t.platform
+      .db('files')
+      .where({ id })
+      .update({ bytes: Buffer.byteLength(text) + 1024 * 1024 });
+    const b = await oa().batches.create({ input_file_id: id, endpoint: '/v1/embeddings', completion_window: '24h' });
+    const done = await ended(b.id);
+    expect(done.status).toBe('failed');
+    expect(done.errors?.data?.map((e) => e.code)).toEqual(['invalid_file']);
+    await w.stop('SIGTERM');
+  }, 60_000);
+
   it('files past their expiry are deleted by files.expire, with their bytes', async () => {
     const f = await upload('{}\n');
     await t.platform
