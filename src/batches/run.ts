@@ -4,7 +4,7 @@
 import crypto from 'node:crypto';
 import { getUser } from '../accounts/store.js';
 import { type LedgerOp, ledgerInTransaction, type Payer } from '../accounts/ledger.js';
-import { isExpired } from '../accounts/tokens.js';
+import { isExpired, modelAllowed } from '../accounts/tokens.js';
 import { TOKEN_STATUS, USER_STATUS } from '../accounts/schema.js';
 import {
   type BatchCaller,
@@ -16,7 +16,7 @@ import {
   MAX_FLOATS_PER_REQUEST,
   modelPrice,
 } from '../embeddings/batch-service.js';
-import { AppError, openaiErrorBody, toAppError, unauthorized } from '../errors.js';
+import { AppError, forbidden, openaiErrorBody, toAppError, unauthorized } from '../errors.js';
 import { isCancelled, JobCancelled } from '../jobs/cancel.js';
 import type { JobContext } from '../jobs/define.js';
 import { type CallInfo, consumeEntry } from '../logs/entries.js';
@@ -303,9 +303,14 @@ async function runLines(
       rows,
       rows.map(() => ({ ok: false, error: err }) as BatchOutcome),
       null,
-      0,
     );
   if (who instanceof AppError) return everyLine(who);
+  // The key may have lost the model since the batch was checked: its lines are refused as /v1/embeddings would refuse them.
+  if (!modelAllowed(who.caller.models, b.model!)) {
+    return everyLine(
+      forbidden(`This API key may not use the model '${b.model}'.`, { code: 'model_not_allowed', type: 'invalid_request_error', param: 'model' }),
+    );
+  }
   let price: number;
   try {
     price = (await modelPrice(p, who.caller.user, b.model!)) * p.config.BATCH_PRICE_MULTIPLIER;
@@ -339,7 +344,6 @@ async function runLines(
     rows.filter((_, i) => !retryLater[i]),
     outcomes.filter((_, i) => !retryLater[i]),
     { payer: who.payer, reservation: held.reservation, price, call: { ...who.call, model: b.model! } },
-    price,
   );
   if (retryLater.some(Boolean)) throw toAppError((outcomes.find((o, i) => retryLater[i] && !o.ok) as { error: AppError }).error);
   return done;
@@ -352,7 +356,6 @@ async function commit(
   rows: { line: number; custom_id: string }[],
   outcomes: BatchOutcome[],
   bill: { payer: Payer; reservation: { payer: Payer; amount: number; id: string | null }; price: number; call: CallInfo } | null,
-  price: number,
 ): Promise<Pick<ChunkResult, 'completed' | 'failed'>> {
   const lines = rows.map((r, i) => {
     const o = outcomes[i]!;
@@ -377,9 +380,9 @@ async function commit(
                 k: 'settle',
                 payer: bill.payer,
                 amount: bill.reservation.amount,
-                actual: costOf(promptTokens, price),
+                actual: costOf(promptTokens, bill.price),
                 reservation: bill.reservation.id,
-                log: consumeEntry(bill.call, { quota: costOf(promptTokens, price), promptTokens, price, cacheHit: false }),
+                log: consumeEntry(bill.call, { quota: costOf(promptTokens, bill.price), promptTokens, price: bill.price, cacheHit: false }),
               },
             ]
           : [{ k: 'refund', payer: bill.payer, amount: bill.reservation.amount, reservation: bill.reservation.id }];

@@ -439,6 +439,26 @@ describe('a chunk run again', () => {
     expect(before - (await quota())).toBe(tokens);
   });
 
+  it('a chunk re-checks that the key may still use the model: narrowed since the batch was checked, its lines are refused', async () => {
+    const { runBatch, runChunk } = await import('../../src/batches/run.js');
+    await t.root.post('/api/user/', { username: 'uma', password: 'uma-password', quota: 1e6 });
+    const uma = new HttpClient(t.url);
+    await uma.login('uma', 'uma-password');
+    const token = (await uma.post('/api/token/', { name: 'k', unlimited_quota: true })).body.data as { id: number; key: string };
+    const client = new OpenAI({ apiKey: token.key, baseURL: `${t.url}/v1`, maxRetries: 0 });
+    const file = await client.files.create({
+      file: await toFile(Buffer.from(jsonl([line('m1', { model: 'local-hash-v1', input: 'x' })])), 'm.jsonl'),
+      purpose: 'batch',
+    });
+    const b = await client.batches.create({ input_file_id: file.id, endpoint: '/v1/embeddings', completion_window: '24h' });
+    await runBatch(t.platform, b.id);
+    await t.platform.db('tokens').where({ id: token.id }).update({ models: 'use-lite' });
+    const r = await runChunk(t.platform, { batchId: b.id, chunk: 0, from: 0, to: 1 }, { job: { opts: { attempts: 5 }, attemptsMade: 0 } as never });
+    expect(r).toMatchObject({ completed: 0, failed: 1 });
+    const row = await t.platform.db('batch_results').where({ batch_id: b.id, line: 0 }).first();
+    expect(JSON.parse(row.output).response.body.error.code).toBe('model_not_allowed');
+  });
+
   it('a batch an hour past its window that never ended (its finalizing failed for good, or it never left validating) is ended by the hourly repair', async () => {
     const { repairBatches } = await import('../../src/batches/service.js');
     const { finalizeBatch, runBatch } = await import('../../src/batches/run.js');
