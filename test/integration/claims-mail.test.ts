@@ -456,6 +456,8 @@ describe('STARTTLS (a spawned worker that trusts one self-signed certificate thr
 describe('workers killed (SIGKILL) holding a mailbox or in the middle of a send', () => {
   let t: TestApp;
   let db: pg.Client;
+  /** pg_stat_activity read outside `db`'s transactions: inside one it is a snapshot taken at its first read. */
+  let watch: pg.Client;
   const procs: Spawned[] = [];
 
   async function worker(env: Record<string, string> = {}) {
@@ -481,7 +483,7 @@ describe('workers killed (SIGKILL) holding a mailbox or in the middle of a send'
     until(
       `an update of ${table} to wait on our row lock`,
       async () => {
-        const { rows } = await db.query(
+        const { rows } = await watch.query(
           `select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock' and query ilike $1`,
           [`update "${table}"%`],
         );
@@ -490,7 +492,7 @@ describe('workers killed (SIGKILL) holding a mailbox or in the middle of a send'
       45_000,
     ).catch(async (err: Error) => {
       // Say what the database and the workers were doing instead (this wait has timed out under load before).
-      const { rows } = await db.query(
+      const { rows } = await watch.query(
         `select pid, state, wait_event_type, wait_event, left(query, 160) as query from pg_stat_activity where datname = current_database()`,
       );
       const workers = procs.map((w) => `worker ${w.proc.pid} (exit ${w.proc.exitCode}):\n${w.output().slice(-3_000)}`);
@@ -503,9 +505,12 @@ describe('workers killed (SIGKILL) holding a mailbox or in the middle of a send'
     t = await startTestApp({ workers: false, env: { MAIL_TIMEOUT_MS: '5000', SYNC_WAIT_MS: '60000' } });
     db = new pg.Client({ connectionString: t.testEnv.dbUrl });
     await db.connect();
+    watch = new pg.Client({ connectionString: t.testEnv.dbUrl });
+    await watch.connect();
   });
   afterAll(async () => {
     await db?.end().catch(() => {});
+    await watch?.end().catch(() => {});
     await Promise.all(procs.map((p) => p.stop('SIGKILL')));
     await t?.close();
   });
@@ -565,7 +570,7 @@ describe('workers killed (SIGKILL) holding a mailbox or in the middle of a send'
     await kill(w1);
     // Its UPDATE already reached Postgres and would still commit once our lock goes: end it too, as if the
     // process had died before sending it.
-    const { rows: ended } = await db.query(
+    const { rows: ended } = await watch.query(
       `select pg_terminate_backend(pid) as ok from pg_stat_activity
         where datname = current_database() and wait_event_type = 'Lock' and query ilike 'update "mail_sends"%'`,
     );

@@ -76,6 +76,8 @@ describe('separate API and worker processes', () => {
 /** Waits until a backend of this database waits on a lock inside an insert into content_items (a batch held by hold()). */
 async function insertBlocked(db: pg.Client) {
   for (let i = 0; i < 200; i++) {
+    // `db` holds the lock in a transaction, where pg_stat_activity is otherwise one snapshot taken at its first read.
+    await db.query('select pg_stat_clear_snapshot()');
     const { rows } = await db.query(
       "select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock' and query ilike 'insert into \"content_items\"%'",
     );
