@@ -22,8 +22,11 @@ export interface BatchesBenchContext {
   accessToken: string;
   /** The fake upstream's base URL (bench/fake-upstream.ts, its own process). */
   upstream: string;
+  /** The same fake holding each answer farLatencyMs, as a provider across the internet does. */
+  farUpstream: string;
+  farLatencyMs: number;
   seconds: number;
-  /** The batch worker's chunks at once (BATCH_CONCURRENCY) and lines per chunk (BATCH_CHUNK_LINES). */
+  /** The batch worker's calls at once to a channel (BATCH_CHANNEL_CONCURRENCY) and lines per chunk (BATCH_CHUNK_LINES). */
   chunks: number;
   chunkLines: number;
   report: (f: Figure) => void;
@@ -89,14 +92,14 @@ async function interactiveP50(c: BatchesBenchContext, model: string, until: () =
   );
 }
 
-export async function batchesBench(c: BatchesBenchContext): Promise<void> {
-  const line = (model: string, input: string) => ({
-    custom_id: input,
-    method: 'POST',
-    url: '/v1/embeddings',
-    body: { model, input, encoding_format: 'base64' },
-  });
+const line = (model: string, input: string) => ({
+  custom_id: input,
+  method: 'POST',
+  url: '/v1/embeddings',
+  body: { model, input, encoding_format: 'base64' },
+});
 
+export async function batchesBench(c: BatchesBenchContext): Promise<void> {
   // 1. use-lite: a batch of 10,000 sentences vs the raw model at its best batch size (this process, same run).
   c.log('batches: the raw use-lite model in this process (batch sizes 1–64)');
   const raw = await measureRawUseLite({ seconds: Math.max(2, c.seconds / 3), firstSentence: 500_000 });
@@ -141,17 +144,36 @@ export async function batchesBench(c: BatchesBenchContext): Promise<void> {
     note: 'one-sentence use-lite /v1/embeddings calls (the embeddings worker), one at a time, while a use-lite batch ran (the batches worker), vs idle',
   });
 
-  // 2. a batch through a relayed channel vs the fake upstream called directly with the batch's concurrency.
+  // 2. a batch through a relayed channel vs the fake upstream called directly with the batch's concurrency: once with
+  // an upstream that answers at once (what our own path costs per line), once with one that takes c.farLatencyMs.
+  await relayVsDirect(c, { name: 'batch_relay_vs_direct', model: MODEL, upstream: c.upstream, latencyMs: 0 });
+  await relayVsDirect(c, { name: 'batch_relay_vs_direct_far', model: `${MODEL}-far`, upstream: c.farUpstream, latencyMs: c.farLatencyMs });
+
+  // 3. 50,000 lines: upload, validation, chunks and finalizing, with memory watched by run.ts.
+  c.log('batches: a 50,000-line local-hash-v1 file (memory watched)');
+  const big = await runBatch(c, (i) => line('local-hash-v1', `line ${i} of the big file`), 50_000);
+  c.report({
+    name: 'batch_50k_lines_per_s',
+    value: big.linesPerSec,
+    unit: 'lines/s',
+    goal: 'finishes (memory: api_rss_max and worker_rss_max below)',
+    pass: true,
+    note: `50,000 lines in ${big.seconds.toFixed(1)} s (${big.phases})`,
+  });
+}
+
+/** A batch of 10,000 one-input lines through a channel on `upstream` vs that upstream called directly with the batch's traffic. */
+async function relayVsDirect(c: BatchesBenchContext, o: { name: string; model: string; upstream: string; latencyMs: number }) {
   const made = await fetch(`${c.B}/api/channel/`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', authorization: c.accessToken },
-    body: JSON.stringify({ type: 'openai', name: 'bench-batch-upstream', key: 'sk-bench-upstream', base_url: c.upstream, models: MODEL, price: 0 }),
+    body: JSON.stringify({ type: 'openai', name: `bench-${o.model}`, key: 'sk-bench-upstream', base_url: o.upstream, models: o.model, price: 0 }),
   });
   if (made.status !== 201) throw new Error(`channel: ${made.status} ${await made.text()}`);
   // The batch's upstream traffic: `chunks` calls at once (one per chunk running), each with a chunk's inputs.
-  c.log(`batches: the fake upstream directly, ${c.chunks} connections, ${c.chunkLines} inputs per call`);
+  c.log(`batches: the fake upstream (answering in ${o.latencyMs} ms) directly, ${c.chunks} connections, ${c.chunkLines} inputs per call`);
   const direct = await load({
-    url: `${c.upstream}/v1/embeddings`,
+    url: `${o.upstream}/v1/embeddings`,
     method: 'POST',
     headers: { authorization: 'Bearer sk-bench-upstream' },
     body: (i) =>
@@ -165,28 +187,17 @@ export async function batchesBench(c: BatchesBenchContext): Promise<void> {
     warmupMs: 1000,
   });
   const directLines = direct.rps * c.chunkLines;
-  c.log('batches: a batch of 10,000 lines through the relayed channel');
-  const relayed = await runBatch(c, (i) => line(MODEL, `relayed batch sentence ${i} ${Date.now()}`), 10_000);
+  c.log(`batches: a batch of 10,000 lines through the relayed channel (upstream answering in ${o.latencyMs} ms)`);
+  const stamp = Date.now();
+  const relayed = await runBatch(c, (i) => line(o.model, `relayed batch sentence ${i} ${stamp}`), 10_000);
   c.report({
-    name: 'batch_relay_vs_direct',
+    name: o.name,
     value: relayed.linesPerSec,
     unit: 'lines/s',
     baseline: directLines,
     ratio: relayed.linesPerSec / directLines,
     goal: '>= 0.8 of the upstream called directly',
     pass: relayed.linesPerSec / directLines >= 0.8,
-    note: `10,000 one-input lines in ${relayed.seconds.toFixed(1)} s (${relayed.phases}); direct: the same calls (${c.chunks} at once, ${c.chunkLines} inputs each, base64)`,
-  });
-
-  // 3. 50,000 lines: upload, validation, chunks and finalizing, with memory watched by run.ts.
-  c.log('batches: a 50,000-line local-hash-v1 file (memory watched)');
-  const big = await runBatch(c, (i) => line('local-hash-v1', `line ${i} of the big file`), 50_000);
-  c.report({
-    name: 'batch_50k_lines_per_s',
-    value: big.linesPerSec,
-    unit: 'lines/s',
-    goal: 'finishes (memory: api_rss_max and worker_rss_max below)',
-    pass: true,
-    note: `50,000 lines in ${big.seconds.toFixed(1)} s (${big.phases})`,
+    note: `upstream answers in ${o.latencyMs} ms; 10,000 one-input lines in ${relayed.seconds.toFixed(1)} s (${relayed.phases}); direct: the same calls (${c.chunks} at once, ${c.chunkLines} inputs each, base64)`,
   });
 }

@@ -1,11 +1,12 @@
 // The bench's OpenAI-compatible upstream (a remote party that cannot run here): answers every embeddings call
 // with a 1536-float unit vector per input, made from the text and sent as OpenAI sends them: shortest float32
 // decimals, or base64 little-endian float32 when asked for encoding_format "base64". About the least work a
-// real provider's HTTP front does per call.
+// real provider's HTTP front does per call. LATENCY_MS holds each answer that long, as a provider far away would.
 import http from 'node:http';
 import { float32ArrayToJson } from '../src/embeddings/float32.js';
 
 const DIMS = 1536;
+const LATENCY_MS = Number(process.env.LATENCY_MS ?? 0);
 
 /** A unit vector that depends on the text, made and encoded per input as a real provider would. */
 function vectorOf(text: string, base64: boolean): string {
@@ -45,8 +46,13 @@ const server = http.createServer((req, res) => {
     }
     const data = inputs.map((text, index) => `{"object":"embedding","index":${index},"embedding":${vectorOf(text, base64)}}`);
     const tokens = inputs.reduce((n, text) => n + Math.ceil(text.length / 4), 0);
-    res.writeHead(200, { 'content-type': 'application/json' });
-    res.end(`{"object":"list","data":[${data.join(',')}],"model":"text-embedding-3-small","usage":{"prompt_tokens":${tokens},"total_tokens":${tokens}}}`);
+    const answer = `{"object":"list","data":[${data.join(',')}],"model":"text-embedding-3-small","usage":{"prompt_tokens":${tokens},"total_tokens":${tokens}}}`;
+    const send = () => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(answer);
+    };
+    if (LATENCY_MS > 0) setTimeout(send, LATENCY_MS);
+    else send();
   });
 });
 server.keepAliveTimeout = 60_000;

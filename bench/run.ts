@@ -442,13 +442,32 @@ async function main() {
   }
   if (want('batches')) {
     // The Batch API on a worker of its own (batches queue only), with a fake upstream for the relayed batch.
-    spawnNode('worker-batches', ['--max-old-space-size=1024', 'dist/workers/main.js'], { ...env, WORKER_QUEUES: 'batches' }, 'worker');
+    // BENCH_BATCH_THREADS: the batches worker's use-lite threads (USE_LITE_THREADS; each holds a copy of the model).
+    const threads: Record<string, string> = process.env.BENCH_BATCH_THREADS ? { USE_LITE_THREADS: process.env.BENCH_BATCH_THREADS } : {};
+    spawnNode('worker-batches', ['--max-old-space-size=1024', 'dist/workers/main.js'], { ...env, WORKER_QUEUES: 'batches', ...threads }, 'worker');
     for (let i = 0; !(await fetch(`${B}/api/jobs/ping?queue=batches`, { method: 'POST', headers: { authorization: accessToken } })).ok; i++)
       if (i > 60) throw new Error('no batches worker');
     const upstreamPort = await freePort();
     spawnNode('upstream-batches', ['--import', 'tsx', 'bench/fake-upstream.ts'], { PORT: String(upstreamPort) });
     await waitHttp(`http://127.0.0.1:${upstreamPort}/`);
-    await batchesBench({ B, key, accessToken, upstream: `http://127.0.0.1:${upstreamPort}`, seconds: SECONDS, chunks: 4, chunkLines: 64, report, log });
+    // A provider across the internet: a 64-input embeddings call answered in 150 ms (an assumption, stated in docs/benchmarks.md).
+    const farPort = await freePort();
+    const farLatencyMs = 150;
+    spawnNode('upstream-batches-far', ['--import', 'tsx', 'bench/fake-upstream.ts'], { PORT: String(farPort), LATENCY_MS: String(farLatencyMs) });
+    await waitHttp(`http://127.0.0.1:${farPort}/`);
+    await batchesBench({
+      B,
+      key,
+      accessToken,
+      upstream: `http://127.0.0.1:${upstreamPort}`,
+      farUpstream: `http://127.0.0.1:${farPort}`,
+      farLatencyMs,
+      seconds: SECONDS,
+      chunks: 4,
+      chunkLines: 64,
+      report,
+      log,
+    });
   }
   if (want('scale')) for (const f of await scaleFigures({ adminUrl: ADMIN_URL, redisUrl: REDIS_URL, seconds: SECONDS, log })) report(f);
   if (want('startup')) for (const f of await startupFigures({ redisUrl: REDIS_URL, log })) report(f);

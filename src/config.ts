@@ -135,7 +135,9 @@ const envSchema = z.object({
   /** Events and their delivery log are kept this many days. */
   WEBHOOK_LOG_RETENTION_DAYS: int(7, 1, 365),
   /** Batch jobs (validation, chunks, finalizing: src/batches) one worker process runs at once. */
-  BATCH_CONCURRENCY: int(4, 1, 1000),
+  BATCH_CONCURRENCY: int(8, 1, 1000),
+  /** A worker process's batch calls at once to one upstream channel (its chunks beyond that wait their turn). */
+  BATCH_CHANNEL_CONCURRENCY: int(4, 1, 1000),
   /** Lines of a batch one chunk job runs (its inputs go to the model, or upstream, together). */
   BATCH_CHUNK_LINES: int(64, 1, 10_000),
   /** OpenAI's limits for a batch's input file: its lines (requests), and its size. */

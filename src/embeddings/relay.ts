@@ -1,5 +1,6 @@
 // Forwarding an embeddings call to upstream channels: priority tiers, weighted choice, failover, Retry-After.
 import type { ClientRequest } from 'node:http';
+import pLimit, { type LimitFunction } from 'p-limit';
 import type { Platform } from '../platform.js';
 import type { ChannelEntry } from '../channels/directory.js';
 import { autoDisableChannel } from '../channels/store.js';
@@ -94,6 +95,20 @@ async function coolDown(p: Platform, channel: number, waitMs: number): Promise<v
   if (!seen) cooldownsSeen.set(p, (seen = new Map()));
   seen.set(channel, { until, readAt: Date.now() });
   await p.redis.set(cooldownKey(p, channel), String(until), 'PX', Math.max(1, Math.ceil(waitMs))).catch(() => {});
+}
+
+/**
+ * A batch's calls to one channel at once, in this process (BATCH_CHANNEL_CONCURRENCY): a batch's chunks (more of them
+ * at once, BATCH_CONCURRENCY) queue here for a channel, so one chunk's call goes out while another stores its lines,
+ * and a batch never takes more of a channel than that. Interactive calls do not wait here.
+ */
+const batchSlots = new WeakMap<Platform, Map<number, LimitFunction>>();
+function batchSlot(p: Platform, channel: number): LimitFunction {
+  let slots = batchSlots.get(p);
+  if (!slots) batchSlots.set(p, (slots = new Map()));
+  let slot = slots.get(channel);
+  if (!slot) slots.set(channel, (slot = pLimit(p.config.BATCH_CHANNEL_CONCURRENCY)));
+  return slot;
 }
 
 /** The most of a call's wait kept for the next channel while one is tried. */
@@ -321,6 +336,8 @@ export async function relayEmbeddings(
     deadline?: number;
     /** Channels that refused their key earlier in this call: skipped; one that does now is added. */
     refused?: Set<number>;
+    /** A batch's call: it takes a turn of the channel's batch slots (see batchSlot). */
+    batch?: boolean;
   },
 ): Promise<RelayResult> {
   const { dimensions, tokens } = opts;
@@ -363,7 +380,7 @@ export async function relayEmbeddings(
     if (left <= 0) throw relayTimedOut();
     // base64 unless the channel refused it: float32 bits as they are, a third of the bytes of printed floats, no numbers to parse.
     const format = floatOnly.has(channelKey(ch)) ? 'float' : 'base64';
-    const call = (encoding_format: string) =>
+    const post = (encoding_format: string) =>
       postUpstream(
         policy,
         upstreamUrl(ch.baseUrl),
@@ -372,6 +389,7 @@ export async function relayEmbeddings(
         Math.max(1, Math.min(budget, deadline - Date.now())),
         maxBytes,
       );
+    const call = opts.batch ? (encoding_format: string) => batchSlot(p, ch.id)(() => post(encoding_format)) : post;
     // An upstream's words, with this channel's key (whatever its shape, whole or in part) cut out and anything else shaped
     // like a key cut to a hint: they may reach the caller.
     const said = (text: string) =>

@@ -64,6 +64,8 @@ export async function upstreamVectors(
   lookup: CacheLookup,
   /** Channels that refused their key earlier in this call (disabled then): not tried again. */
   refused?: Set<number>,
+  /** A batch's lines (see relayEmbeddings). */
+  batch?: boolean,
 ): Promise<UpstreamVectors> {
   const { hashes, found } = lookup;
   // Each distinct input that is not cached goes upstream once.
@@ -82,7 +84,7 @@ export async function upstreamVectors(
       model.name,
       model.channels,
       missing.map((h) => textOf.get(h)!),
-      { dimensions: req.dimensions, tokens: sum(missing.map((h) => tokensOf.get(h)!)), deadline, refused },
+      { dimensions: req.dimensions, tokens: sum(missing.map((h) => tokensOf.get(h)!)), deadline, refused, batch },
     );
     channelId = relayed.channel.id;
     const answered = missing.map((h, i) => ({ hash: h, vector: relayed.vectors[i]!, tokens: tokensOf.get(h)! }));
@@ -106,7 +108,8 @@ export async function upstreamJob(p: Platform, model: UpstreamModel, req: Genera
   const hashes = req.inputs.map((text) => sha256Hex(text));
   const cache = vectorCache(p);
   const found = p.config.EMBEDDINGS_CACHE ? await cache.lookup(model.name, dimsKey(req), hashes) : new Map<string, CachedVector>();
-  const r = await upstreamVectors(p, model, req, Number.POSITIVE_INFINITY, { hashes, found });
+  // A request that does not fill the cache is a batch's (src/embeddings/batch-service.ts).
+  const r = await upstreamVectors(p, model, req, Number.POSITIVE_INFINITY, { hashes, found }, undefined, req.fillCache === false);
   if (p.config.EMBEDDINGS_CACHE && req.fillCache !== false) await cache.store(model.name, dimsKey(req), r.fresh);
   if (r.channelId !== undefined) p.channels.recordUsage(r.channelId, r.channelQuota ?? 0);
   return r;

@@ -36,6 +36,9 @@ export class FakeOpenAI {
   readonly fixed = new Map<string, number[]>();
   private server?: http.Server;
   url = '';
+  /** Calls being answered now, and the most there were at once (reset it to watch a stretch). */
+  inFlight = 0;
+  maxInFlight = 0;
 
   async start(): Promise<this> {
     this.server = http.createServer((req, res) => {
@@ -43,6 +46,8 @@ export class FakeOpenAI {
       req.on('data', (c) => (raw += c));
       req.on('end', () => {
         const body = JSON.parse(raw || '{}');
+        this.maxInFlight = Math.max(this.maxInFlight, ++this.inFlight);
+        res.on('close', () => this.inFlight--);
         this.calls.push({ path: req.url ?? '', authorization: req.headers.authorization, body });
         const b = this.behaviour;
         if (b.kind === 'hang') return; // never answers

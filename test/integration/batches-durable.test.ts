@@ -42,8 +42,8 @@ const linesOf = async (fileId: string | null | undefined) =>
     : [];
 const quota = async () => (await alice.get('/api/user/self')).body.data.quota as number;
 
-async function startWorker(): Promise<Spawned> {
-  const w = spawnEntry('worker', [], { ...t.testEnv.env, WORKER_QUEUES: 'batches,embeddings,webhooks', LOG_LEVEL: 'info' });
+async function startWorker(env: Record<string, string> = {}): Promise<Spawned> {
+  const w = spawnEntry('worker', [], { ...t.testEnv.env, WORKER_QUEUES: 'batches,embeddings,webhooks', LOG_LEVEL: 'info', ...env });
   await w.waitFor(/workers started/);
   workers.push(w);
   return w;
@@ -118,6 +118,25 @@ describe('batches that meet trouble', () => {
       expect(up.calls.at(-1)!.body.input).toHaveLength(9);
       // A batch's lines run once: they do not fill the vector cache.
       expect(await cached()).toBe(cachedBefore);
+    } finally {
+      up.behaviour = { kind: 'ok', reportUsage: true };
+      await w.stop('SIGTERM');
+    }
+  }, 120_000);
+
+  it('a batch’s chunks beyond BATCH_CHANNEL_CONCURRENCY wait their turn for the channel: at most that many of its calls at once', async () => {
+    // BATCH_CONCURRENCY (8 here) chunks run at once in the worker; 2 calls at once reach the channel.
+    const w = await startWorker({ BATCH_CONCURRENCY: '8', BATCH_CHANNEL_CONCURRENCY: '2' });
+    try {
+      up.behaviour = { kind: 'ok', reportUsage: true, delayMs: 300 };
+      up.maxInFlight = 0;
+      const calls = up.calls.length;
+      const b = await create(jsonl(Array.from({ length: 40 }, (_, i) => line(`s${i}`, { model: 'up-model', input: `x${i}` }))));
+      const done = await ended(b.id);
+      expect(done.request_counts).toEqual({ total: 40, completed: 40, failed: 0 });
+      // Five chunks of eight lines, one call each: with the chunks all running, two at a time reached the channel.
+      expect(up.calls.length - calls).toBe(5);
+      expect(up.maxInFlight).toBe(2);
     } finally {
       up.behaviour = { kind: 'ok', reportUsage: true };
       await w.stop('SIGTERM');
