@@ -17,6 +17,7 @@ import * as m014 from './014_channel_cache_purge.js';
 import * as m015 from './015_webhooks.js';
 import * as m016 from './016_schedules.js';
 import * as m017 from './017_batches.js';
+import * as m018 from './018_channel_providers.js';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -41,6 +42,7 @@ const migrations: [string, Migration][] = [
   ['015_webhooks', m015],
   ['016_schedules', m016],
   ['017_batches', m017],
+  ['018_channel_providers', m018],
 ];
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -8,6 +8,12 @@ import { addChannelUsage } from './store.js';
 /** A channel, ready for routing decisions. */
 export interface ChannelEntry {
   id: number;
+  /** Its provider (src/channels/providers/registry.ts). */
+  type: string;
+  /** Its provider's settings. */
+  config: Record<string, unknown>;
+  /** The user groups it serves. */
+  groups: Set<string>;
   name: string;
   baseUrl: string;
   keyEnc: string;
@@ -109,6 +115,9 @@ export class ChannelDirectory {
         const roles = makers.length ? await rolesOfUsers(this.db, makers) : new Map<number, number>();
         const entries = rows.map((r) => ({
           id: r.id,
+          type: r.type,
+          config: JSON.parse(r.config) as Record<string, unknown>,
+          groups: new Set(r.group.split(',')),
           name: r.name,
           baseUrl: r.base_url,
           keyEnc: r.key_enc,

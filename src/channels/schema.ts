@@ -2,6 +2,7 @@
 import { z } from 'zod';
 import { idParam } from '../accounts/schema.js';
 import { parse, rowId } from '../validate.js';
+import { PROVIDERS, providerOf } from './providers/registry.js';
 
 export const CHANNEL_STATUS = { enabled: 1, disabled: 2, autoDisabled: 3 } as const;
 export const DEFAULT_OPENAI_BASE_URL = 'https://api.openai.com';
@@ -20,7 +21,7 @@ const baseUrl = z
       ctx.addIssue({ code: 'custom', message });
       return z.NEVER;
     };
-    if (v === '') return DEFAULT_OPENAI_BASE_URL; // one-api's "default"
+    if (v === '') return ''; // one-api's "default": the provider's own base URL (the service fills it in)
     if (/[\s\\]/.test(v) || [...v].some((c) => c.charCodeAt(0) < 0x20 || c === '\x7f'))
       return refuse('must not contain spaces, control characters or backslashes');
     let u: URL;
@@ -66,16 +67,71 @@ const mapping = z
     return JSON.stringify(obj);
   });
 
-/** one-api numbers channel types; 1 is OpenAI. Only OpenAI-compatible upstreams are supported. */
-const channelType = z
-  .union([z.literal('openai'), z.literal(1)], { error: 'must be "openai" (only OpenAI-compatible upstreams are supported)' })
-  .transform(() => 'openai' as const);
+/** A provider's name (src/channels/providers/registry.ts) or one-api's number for it; stored as the name. */
+const channelType = z.union([z.string(), z.number()], { error: `must be one of ${PROVIDERS.map((p) => p.type).join(', ')}` }).transform((v, ctx) => {
+  const provider = providerOf(v);
+  if (!provider) {
+    ctx.addIssue({
+      code: 'custom',
+      message: `must be one of ${PROVIDERS.map((p) => `"${p.type}"${p.oneApiType === null ? '' : ` (${p.oneApiType})`}`).join(', ')}`,
+    });
+    return z.NEVER;
+  }
+  return provider.type;
+});
+
+/** A provider's settings (see its `config` schema; checked against it once the type is known): an object, or its JSON. */
+const channelConfig = z
+  .union([z.string().max(20_000), z.record(z.string(), z.unknown())], { error: 'must be an object of the provider’s settings' })
+  .transform((v, ctx) => {
+    let obj: unknown = v;
+    if (typeof v === 'string') {
+      try {
+        obj = v.trim() === '' ? {} : JSON.parse(v);
+      } catch {
+        ctx.addIssue({ code: 'custom', message: 'must be a JSON object of the provider’s settings' });
+        return z.NEVER;
+      }
+    }
+    if (typeof obj !== 'object' || obj === null || Array.isArray(obj)) {
+      ctx.addIssue({ code: 'custom', message: 'must be an object of the provider’s settings' });
+      return z.NEVER;
+    }
+    if (JSON.stringify(obj).length > 20_000) {
+      ctx.addIssue({ code: 'custom', message: 'must be at most 20,000 characters as JSON' });
+      return z.NEVER;
+    }
+    return obj as Record<string, unknown>;
+  });
+
+/** The user groups a channel serves (one-api's `group`): comma-separated names. */
+const groupList = z
+  .string({ error: 'must be a comma-separated string of group names' })
+  .max(1_000)
+  .transform((v, ctx) => {
+    const list = [
+      ...new Set(
+        v
+          .split(',')
+          .map((s) => s.trim())
+          .filter(Boolean),
+      ),
+    ];
+    if (list.length === 0 || list.some((g) => !/^[\p{L}\p{N}_.-]{1,64}$/u.test(g))) {
+      ctx.addIssue({ code: 'custom', message: 'must name at least one group (letters, digits, _ . -; at most 64 each)' });
+      return z.NEVER;
+    }
+    return list.join(',');
+  });
 const price = z.number({ error: 'must be a number (quota per 1K tokens) or null' }).min(0, 'must not be negative').max(1e12).nullable();
 
 export const createChannelBody = z.object({
   type: channelType.default('openai'),
   name: z.string({ error: 'must be a string' }).trim().min(1, 'must be 1-100 characters').max(100, 'must be 1-100 characters'),
-  base_url: baseUrl.default(DEFAULT_OPENAI_BASE_URL),
+  /** Omitted: the provider's default (one without one needs it). */
+  base_url: baseUrl.optional(),
+  config: channelConfig.default({}),
+  group: groupList.default('default'),
   key: z.string({ error: 'is required' }).trim().min(1, 'is required').max(1000),
   models: modelList,
   model_mapping: mapping.default('{}'),
@@ -90,6 +146,8 @@ export const updateChannelBody = z.object({
   type: channelType.optional(),
   name: z.string().trim().min(1, 'must be 1-100 characters').max(100, 'must be 1-100 characters').optional(),
   base_url: baseUrl.optional(),
+  config: channelConfig.optional(),
+  group: groupList.optional(),
   // An empty key in an update means "keep the stored key" (the UI never sees it).
   key: z.string().trim().max(1000).optional(),
   models: modelList.optional(),
@@ -129,6 +187,12 @@ export interface ChannelRow {
   updated_time: number;
   /** Who made it; null: root's (made before this was recorded, or its maker was deleted). */
   created_by: number | null;
+  /** The provider's settings, JSON. */
+  config: string;
+  /** The last direct test: when (epoch seconds) and the upstream's time (ms). */
+  test_time: number | string | null;
+  response_time: number | null;
+  group: string;
 }
 
 /** A channel as the API shows it: the key only as a hint, never again in full. */
@@ -145,6 +209,10 @@ export const channelView = z.object({
   price: z.number().nullable(),
   status: z.number().describe('1 enabled, 2 disabled, 3 disabled automatically (status_reason says why)'),
   status_reason: z.string().nullable(),
+  config: z.record(z.string(), z.unknown()).describe("the provider's settings (see docs/providers.md)"),
+  group: z.string().describe('the user groups it serves, comma-separated'),
+  test_time: z.number().nullable().describe('when it was last tested directly (epoch seconds)'),
+  response_time: z.number().nullable().describe("the upstream's time in that test (ms)"),
   used_quota: z.number(),
   created_time: z.number(),
   updated_time: z.number(),
@@ -164,6 +232,10 @@ export function publicChannel(c: ChannelRow): z.infer<typeof channelView> {
     price: c.price,
     status: c.status,
     status_reason: c.status_reason,
+    config: JSON.parse(c.config) as Record<string, unknown>,
+    group: c.group,
+    test_time: c.test_time === null ? null : Number(c.test_time),
+    response_time: c.response_time,
     used_quota: c.used_quota,
     created_time: c.created_time,
     updated_time: c.updated_time,

@@ -11,6 +11,8 @@ import { adminActionEntry, describeChanges } from '../logs/entries.js';
 import { insertLogs } from '../logs/store.js';
 import { refusedHostField } from '../outbound.js';
 import { type createChannelBody, publicChannel, type updateChannelBody } from './schema.js';
+import { providerFor } from './providers/registry.js';
+import type { Provider } from './providers/types.js';
 import * as store from './store.js';
 
 const NOT_FOUND = 'Channel not found';
@@ -19,6 +21,27 @@ const NOT_FOUND = 'Channel not found';
 async function vetBaseUrl(p: Platform, baseUrl: string): Promise<void> {
   const refused = await refusedHostField(p.config.OUTBOUND_ALLOWLIST, { base_url: new URL(baseUrl).hostname });
   if (refused) throw badRequest(refused.message, { param: 'base_url' });
+}
+
+/** A channel's config checked against its provider's settings: 400 naming config and the setting. */
+function checkConfig(provider: Provider, config: Record<string, unknown>): Record<string, unknown> {
+  const r = provider.config.safeParse(config);
+  if (r.success) return r.data;
+  const issue = r.error.issues[0]!;
+  const where = issue.path.length ? `config.${issue.path.join('.')}` : 'config';
+  throw badRequest(
+    `${where}: ${issue.code === 'unrecognized_keys' ? `${provider.label} has no setting ${issue.keys.map((k) => `'${k}'`).join(', ')}` : issue.message}`,
+    {
+      param: 'config',
+    },
+  );
+}
+
+/** A base URL given as '' (or not at all): the provider's own; one without its own needs it. */
+function baseUrlFor(provider: Provider, given: string | undefined): string {
+  if (given) return given;
+  if (provider.defaultBaseUrl) return provider.defaultBaseUrl;
+  throw badRequest(`base_url: a ${provider.label} channel needs its base_url`, { param: 'base_url' });
 }
 
 /** A page of the channels the admin sees (keys as hints), and how many there are in all. */
@@ -36,15 +59,18 @@ export async function getChannel(p: Platform, admin: AuthUser, id: number) {
 
 /** A new channel, the admin's: its base_url vetted, its key encrypted; the log says what was made, never the key. */
 export async function createChannel(p: Platform, admin: AuthUser, input: z.output<typeof createChannelBody>) {
-  await vetBaseUrl(p, input.base_url);
-  const row = await store.createChannel(p.db, p.secrets, input, admin.id);
+  const provider = providerFor(input.type);
+  const base_url = baseUrlFor(provider, input.base_url);
+  const config = checkConfig(provider, input.config);
+  await vetBaseUrl(p, base_url);
+  const row = await store.createChannel(p.db, p.secrets, { ...input, base_url, config }, admin.id);
   p.channels.invalidate();
   await insertLogs(p.db, [adminActionEntry(admin, `Created channel #${row.id} "${row.name}" (${row.base_url}, models ${row.models})`, { channelId: row.id })]);
   return publicChannel(row);
 }
 
 /** Which fields a change logs; the key only as "replaced". */
-const LOGGED_FIELDS = ['name', 'base_url', 'models', 'model_mapping', 'priority', 'weight', 'price', 'status', 'key_hint'] as const;
+const LOGGED_FIELDS = ['type', 'name', 'base_url', 'config', 'group', 'models', 'model_mapping', 'priority', 'weight', 'price', 'status', 'key_hint'] as const;
 
 /**
  * Changes a channel the admin sees (404 otherwise). A new base_url needs the key again (else the stored key would be
@@ -52,6 +78,14 @@ const LOGGED_FIELDS = ['name', 'base_url', 'models', 'model_mapping', 'priority'
  */
 export async function updateChannel(p: Platform, admin: AuthUser, input: z.output<typeof updateChannelBody>) {
   const current = await store.getChannel(p.db, admin, input.id);
+  if (input.type !== undefined || input.config !== undefined || input.base_url !== undefined) {
+    if (!current) throw notFound(NOT_FOUND);
+    // A new type is checked with its settings (given, or kept); a base_url of '' is the provider's own.
+    const provider = providerFor(input.type ?? current.type);
+    if (input.type !== undefined || input.config !== undefined)
+      input = { ...input, config: checkConfig(provider, input.config ?? (JSON.parse(current.config) as Record<string, unknown>)) };
+    if (input.base_url !== undefined) input = { ...input, base_url: baseUrlFor(provider, input.base_url) };
+  }
   if (input.base_url !== undefined) {
     if (!current) throw notFound(NOT_FOUND);
     if (input.base_url !== current.base_url && !input.key) {

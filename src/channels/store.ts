@@ -34,11 +34,24 @@ export async function disableChannelsOfMaker(db: Db, userId: number): Promise<nu
 }
 
 /** `creatorId` null: root's. */
-export async function createChannel(db: Db, secrets: Secrets, input: z.output<typeof createChannelBody>, creatorId: number | null = null): Promise<ChannelRow> {
-  const { key, ...rest } = input;
+export async function createChannel(
+  db: Db,
+  secrets: Secrets,
+  input: z.output<typeof createChannelBody> & { base_url: string },
+  creatorId: number | null = null,
+): Promise<ChannelRow> {
+  const { key, config, ...rest } = input;
   const now = nowSeconds();
   const [row] = await db<ChannelRow>('channels')
-    .insert({ ...rest, key_enc: secrets.encrypt(key), key_hint: keyHint(key), created_time: now, updated_time: now, created_by: creatorId })
+    .insert({
+      ...rest,
+      config: JSON.stringify(config),
+      key_enc: secrets.encrypt(key),
+      key_hint: keyHint(key),
+      created_time: now,
+      updated_time: now,
+      created_by: creatorId,
+    })
     .returning('*');
   return row!;
 }
@@ -46,7 +59,7 @@ export async function createChannel(db: Db, secrets: Secrets, input: z.output<ty
 export async function updateChannel(db: Db, secrets: Secrets, viewer: Viewer, input: z.output<typeof updateChannelBody>): Promise<ChannelRow | undefined> {
   const { id, key, ...rest } = input;
   const patch: Record<string, unknown> = { updated_time: nowSeconds() };
-  for (const [k, v] of Object.entries(rest)) if (v !== undefined) patch[k] = v;
+  for (const [k, v] of Object.entries(rest)) if (v !== undefined) patch[k] = k === 'config' ? JSON.stringify(v) : v;
   if (key) {
     patch.key_enc = secrets.encrypt(key);
     patch.key_hint = keyHint(key);
@@ -77,6 +90,13 @@ export async function listChannels(db: Db, viewer: Viewer, opts: { offset: numbe
     base.clone().count<{ count: number | string }[]>({ count: '*' }),
   ]);
   return { rows: rows as ChannelRow[], total: Number(count) };
+}
+
+/** A direct test's outcome on the channel: when it ran, and the upstream's time. */
+export async function recordTest(db: Db, id: number, responseTimeMs: number): Promise<void> {
+  await db('channels')
+    .where({ id })
+    .update({ test_time: nowSeconds(), response_time: Math.round(responseTimeMs) });
 }
 
 /** Disables a channel the upstream refused; the one call that does so also writes the system row (type 4) saying why. */

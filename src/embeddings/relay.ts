@@ -9,6 +9,8 @@ import { float32View } from './float32.js';
 import { redact } from '../logs/entries.js';
 import { scrubSecret } from '../secrets.js';
 import { OutboundRefusedError, type OutboundPolicy, outboundPolicy, policyRequest } from '../outbound.js';
+import { providerFor } from '../channels/providers/registry.js';
+import { openaiErrorMessage, type EmbedCall, type Provider, type ReadAnswer } from '../channels/providers/types.js';
 
 export interface RelayResult {
   /** float32 little-endian, one per input, bit for bit as the upstream sent them. */
@@ -37,10 +39,6 @@ export function channelOrder(channels: ChannelEntry[], random = Math.random): Ch
     }
   }
   return out;
-}
-
-export function upstreamUrl(baseUrl: string): string {
-  return /\/v1$/.test(baseUrl) ? `${baseUrl}/embeddings` : `${baseUrl}/v1/embeddings`;
 }
 
 /** Retry-After (seconds or an HTTP date) or OpenAI's retry-after-ms, in milliseconds. */
@@ -157,18 +155,21 @@ export function quotesInput(message: string, inputs: readonly string[]): boolean
 }
 const QUOTED_INPUT = 'the upstream refused the input (its message quoted the input, so it is not passed on)';
 
-export function upstreamMessage(text: string, scrub: (s: string) => string = (s) => s): string {
+export function upstreamMessage(
+  text: string,
+  scrub: (s: string) => string = (s) => s,
+  read: (body: unknown) => string | undefined = openaiErrorMessage,
+): string {
   let body: unknown;
   try {
     body = JSON.parse(text);
   } catch {
     return text ? `a non-JSON answer (${Buffer.byteLength(text)} bytes)` : 'an empty answer';
   }
-  const error = (body as { error?: unknown } | null)?.error;
-  const m = typeof error === 'string' ? error : (error as { message?: unknown } | null | undefined)?.message;
+  const m = read(body);
   // Scrubbing looks at every few characters: a long message is cut first (to more than is kept, so a key at the cut is still seen whole).
   if (typeof m === 'string' && m) return scrub(m.slice(0, 2_000).replace(/\p{Cc}+/gu, ' ')).slice(0, 500);
-  return 'an answer without an OpenAI error message';
+  return "an answer without the provider's error message";
 }
 
 interface UpstreamResponse {
@@ -260,8 +261,7 @@ export function reportedTokens(reported: unknown, ours: number, inputs: number):
 /** An answer this channel will give again whatever we do (e.g. it ignores `dimensions`): no point asking it twice. */
 class UnusableAnswer extends Error {}
 
-function parseVectors(body: unknown, expected: number, dimensions?: number): Buffer[] {
-  const data = (body as { data?: { index?: number; embedding?: unknown }[] })?.data;
+function parseVectors(data: ReadAnswer['data'], expected: number, dimensions?: number): Buffer[] {
   if (!Array.isArray(data) || data.length !== expected) throw new Error(`expected ${expected} embeddings, got ${Array.isArray(data) ? data.length : 'none'}`);
   const out: Buffer[] = new Array(expected);
   data.forEach((d, i) => {
@@ -291,7 +291,11 @@ function parseVectors(body: unknown, expected: number, dimensions?: number): Buf
     if (index < 0 || index >= expected || out[index]) throw new Error(`embedding index ${index} is out of order`);
     out[index] = v;
   });
-  // Without `dimensions` asked for, the first vector's length is the answer's: one call's vectors are of one model.
+  return out;
+}
+
+/** Every vector of a call (its parts' together) of one length: without `dimensions` asked for, the first one's. */
+function oneLength(out: Buffer[]): Buffer[] {
   for (const v of out)
     if (v.length !== out[0]!.length)
       throw new UnusableAnswer(`its embeddings are not all of one length (${out[0]!.length / 4} and ${v.length / 4} dimensions)`);
@@ -312,6 +316,52 @@ function channelKeyOf(p: Platform, ch: ChannelEntry): string {
  */
 const floatOnly = new Set<string>();
 const channelKey = (ch: ChannelEntry) => `${ch.id} ${ch.baseUrl}`;
+
+const succeeded = (a: UpstreamResponse) => a.status >= 200 && a.status < 300;
+
+/** A call's inputs in runs of at most `max` (one run when they fit). */
+function partsOf(inputs: string[], max: number): string[][] {
+  if (inputs.length <= max) return [inputs];
+  const out: string[][] = [];
+  for (let i = 0; i < inputs.length; i += max) out.push(inputs.slice(i, i + max));
+  return out;
+}
+
+/**
+ * A call's successful answers read back by its provider, their vectors in input order; their token counts added up when
+ * each part reported one. Not ok: why (`problem`), or the answer's text for the provider's own message.
+ */
+function readAnswers(
+  provider: Provider,
+  answers: UpstreamResponse[],
+  parts: string[][],
+  callOf: (part: string[]) => EmbedCall,
+  dimensions: number | undefined,
+): { ok: true; vectors: Buffer[]; promptTokens: unknown } | { ok: false; problem?: string; text: string; retriable: boolean } {
+  const vectors: Buffer[] = [];
+  let promptTokens: unknown = 0;
+  for (const [i, a] of answers.entries()) {
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(a.text);
+    } catch {
+      // JSON.parse's message quotes the text: say what it was, not what it said.
+      return { ok: false, text: a.text, retriable: true };
+    }
+    try {
+      const read = provider.read(parsed, callOf(parts[i]!));
+      vectors.push(...parseVectors(read.data, parts[i]!.length, dimensions));
+      promptTokens = typeof promptTokens === 'number' && typeof read.promptTokens === 'number' ? promptTokens + read.promptTokens : undefined;
+    } catch (err) {
+      return { ok: false, problem: (err as Error).message, text: a.text, retriable: !(err instanceof UnusableAnswer) };
+    }
+  }
+  try {
+    return { ok: true, vectors: oneLength(vectors), promptTokens };
+  } catch (err) {
+    return { ok: false, problem: (err as Error).message, text: '', retriable: false };
+  }
+}
 
 /** The caller's wait (SYNC_WAIT_MS) ran out: OpenAI's shape for a request that took too long. */
 export const relayTimedOut = () =>
@@ -353,6 +403,20 @@ export async function relayEmbeddings(
         retriable: false,
       });
   }
+  if (dimensions) {
+    // Only the providers that shorten vectors are asked for a length: with none of those, the request is what fails.
+    const able = channels.filter((c) => providerFor(c.type).dimensions);
+    if (able.length === 0) {
+      const names = [...new Set(channels.map((c) => providerFor(c.type).label))].join(', ');
+      throw new AppError(400, `The model '${model}' does not take 'dimensions': its upstream (${names}) cannot shorten its vectors.`, {
+        code: 'unsupported_parameter',
+        type: 'invalid_request_error',
+        param: 'dimensions',
+        retriable: false,
+      });
+    }
+    channels = able;
+  }
   const cooling = await coolingUntil(p, channels);
   const usable = afterTheSlow(p, channelOrder(channels.filter((c) => !cooling.has(c.id))));
   const rateLimited = (waits: number[]) =>
@@ -369,8 +433,6 @@ export async function relayEmbeddings(
   // every channel, the call answers 429 with the shortest wait; when some other channel failed otherwise, 502.
   const limitedFor = [...cooling.values()].map((until) => until - Date.now());
   let failedOtherwise = false;
-  // What one call's answer may weigh: the inputs' vectors at the longest we take, as printed floats.
-  const maxBytes = Math.min(2 ** 28, 2 ** 20 + inputs.length * 2 ** 18);
   const policy = outboundPolicy(p.config.OUTBOUND_ALLOWLIST);
   for (const [n, ch] of usable.entries()) {
     const left = deadline - Date.now();
@@ -378,32 +440,44 @@ export async function relayEmbeddings(
     // hangs leaves time to fail over, and a slow one that answers still has most of the wait.
     const budget = Math.min(p.config.UPSTREAM_TIMEOUT_MS, n < usable.length - 1 ? left - Math.min(left / 3, FAILOVER_RESERVE_MS) : left);
     if (left <= 0) throw relayTimedOut();
-    // base64 unless the channel refused it: float32 bits as they are, a third of the bytes of printed floats, no numbers to parse.
-    const format = floatOnly.has(channelKey(ch)) ? 'float' : 'base64';
-    const post = (encoding_format: string) =>
-      postUpstream(
-        policy,
-        upstreamUrl(ch.baseUrl),
-        { authorization: `Bearer ${channelKeyOf(p, ch)}`, 'content-type': 'application/json' },
-        JSON.stringify({ model: ch.mapping[model] ?? model, input: inputs, encoding_format, ...(dimensions ? { dimensions } : {}) }),
-        Math.max(1, Math.min(budget, deadline - Date.now())),
-        maxBytes,
-      );
-    const call = opts.batch ? (encoding_format: string) => batchSlot(p, ch.id)(() => post(encoding_format)) : post;
+    const provider = providerFor(ch.type);
+    // base64 unless the provider cannot or the channel refused it: float32 bits as they are, a third of the bytes of printed floats.
+    const format: EmbedCall['encoding'] = provider.base64 && !floatOnly.has(channelKey(ch)) ? 'base64' : 'float';
+    const parts = partsOf(inputs, provider.maxInputs);
+    const callOf = (part: string[], encoding: EmbedCall['encoding']): EmbedCall => ({ model: ch.mapping[model] ?? model, inputs: part, dimensions, encoding });
+    const send = async (part: string[], encoding: EmbedCall['encoding']) => {
+      const r = await provider.request({ baseUrl: ch.baseUrl, key: channelKeyOf(p, ch), config: ch.config }, callOf(part, encoding));
+      // What one answer may weigh: its inputs' vectors at the longest we take, as printed floats.
+      const maxBytes = Math.min(2 ** 28, 2 ** 20 + part.length * 2 ** 18);
+      return postUpstream(policy, r.url, r.headers, r.body, Math.max(1, Math.min(budget, deadline - Date.now())), maxBytes);
+    };
+    // More inputs than the provider takes in one call go as several calls (at most 4 at once); the first answer that is
+    // not a success stands for them all.
+    const post = (encoding: EmbedCall['encoding']) => {
+      if (parts.length === 1) return send(parts[0]!, encoding).then((a) => [a]);
+      const limit = pLimit(4);
+      return Promise.all(parts.map((part) => limit(() => send(part, encoding))));
+    };
+    const call = opts.batch ? (encoding: EmbedCall['encoding']) => batchSlot(p, ch.id)(() => post(encoding)) : post;
     // An upstream's words, with this channel's key (whatever its shape, whole or in part) cut out and anything else shaped
     // like a key cut to a hint: they may reach the caller.
     const said = (text: string) =>
       redact(
-        upstreamMessage(text, (m) => (quotesInput(m, inputs) ? QUOTED_INPUT : scrubSecret(m, channelKeyOf(p, ch)))),
+        upstreamMessage(
+          text,
+          (m) => (quotesInput(m, inputs) ? QUOTED_INPUT : scrubSecret(m, channelKeyOf(p, ch))),
+          (b) => provider.errorMessage(b),
+        ),
         500,
       );
-    let res: UpstreamResponse;
+    let answers: UpstreamResponse[];
     try {
-      res = await call(format);
-      if (format === 'base64' && (res.status === 400 || res.status === 422) && /encoding|base64/i.test(res.text.slice(0, 4_096))) {
+      answers = await call(format);
+      const noBase64 = format === 'base64' && answers.some((a) => (a.status === 400 || a.status === 422) && /encoding|base64/i.test(a.text.slice(0, 4_096)));
+      if (noBase64) {
         // The channel takes only floats (OpenAI's error shape or another, e.g. a 422 naming the field): ask again, and from now on.
-        res = await call('float');
-        if (res.status >= 200 && res.status < 300) floatOnly.add(channelKey(ch));
+        answers = await call('float');
+        if (answers.every(succeeded)) floatOnly.add(channelKey(ch));
       }
     } catch (err) {
       const e = err as NodeJS.ErrnoException;
@@ -416,34 +490,38 @@ export async function relayEmbeddings(
         p.log.warn({ channel: ch.id, reason: err.reason }, 'upstream refused by the outbound policy');
         continue;
       }
+      if (!(err instanceof Error) || !('code' in err || timeout)) {
+        // Not the network's: the adapter could not build the request (a setting it needs, say).
+        last = { status: 502, message: `channel ${ch.id} could not be asked: ${(err as Error).message}`.slice(0, 500) };
+        p.log.warn({ channel: ch.id, err }, 'upstream request not built');
+        continue;
+      }
       last = { status: timeout ? 504 : 502, message: `channel ${ch.id} ${timeout ? 'timed out' : `unreachable (${e.code ?? 'network error'})`}` };
       p.log.warn({ channel: ch.id, err }, 'upstream call failed');
       continue;
     }
-    const { text } = res;
-    if (res.status !== 429) failedOtherwise = true;
-    if (res.status >= 200 && res.status < 300) {
-      let parsed: { usage?: { prompt_tokens?: unknown } };
-      try {
-        parsed = JSON.parse(text);
-      } catch {
-        // JSON.parse's message quotes the text: say what it was, not what it said.
-        last = { status: 502, message: `channel ${ch.id} sent an unusable answer: ${said(text)}` };
-        continue;
-      }
-      try {
-        const vectors = parseVectors(parsed, inputs.length, dimensions);
-        const promptTokens = reportedTokens(parsed.usage?.prompt_tokens, tokens, inputs.length);
+    const failedAnswer = answers.find((a) => !succeeded(a));
+    if (!failedAnswer) {
+      const read = readAnswers(provider, answers, parts, (part) => callOf(part, format), dimensions);
+      if (read.ok) {
         slowSeen.get(p)?.delete(ch.id);
-        return { vectors, promptTokens, channel: ch };
-      } catch (err) {
-        // An answer it will give again (it ignores `dimensions`, say) makes trying this round again pointless.
-        last = { status: 502, message: `channel ${ch.id} sent an unusable answer: ${(err as Error).message}`, retriable: !(err instanceof UnusableAnswer) };
-        continue;
+        return { vectors: read.vectors, promptTokens: reportedTokens(read.promptTokens, tokens, inputs.length), channel: ch };
       }
+      failedOtherwise = true;
+      // An answer it will give again (it ignores `dimensions`, say) makes trying this round again pointless.
+      last = { status: 502, message: `channel ${ch.id} sent an unusable answer: ${read.problem ?? said(read.text)}`, retriable: read.retriable };
+      continue;
     }
+    const res = failedAnswer;
+    const { text } = res;
+    let errorBody: unknown;
+    try {
+      errorBody = JSON.parse(text);
+    } catch {}
+    const status = provider.status?.(res.status, errorBody) ?? res.status;
+    if (status !== 429) failedOtherwise = true;
     const message = said(text);
-    if (res.status === 401 || res.status === 403) {
+    if (status === 401 || status === 403) {
       refused.add(ch.id);
       await autoDisableChannel(p.db, ch.id, `upstream answered ${res.status}: ${message}`);
       p.channels.invalidate();
@@ -451,21 +529,21 @@ export async function relayEmbeddings(
       last = { status: 502, message: `channel ${ch.id} refused its key` };
       continue;
     }
-    if (res.status === 429) {
-      const wait = retryAfterMs(res.headers) ?? 5_000;
+    if (status === 429) {
+      const wait = retryAfterMs(res.headers) ?? provider.retryAfterMs?.(res.headers, errorBody) ?? 5_000;
       await coolDown(p, ch.id, wait);
       limitedFor.push(wait);
       continue;
     }
     // A redirect is not followed (its target has not been through the outbound policy, and a channel's base_url is
     // where its calls go): the channel is misconfigured or moved, which is no fault of the request.
-    if (res.status >= 500 || res.status === 408 || (res.status >= 300 && res.status < 400)) {
+    if (status >= 500 || status === 408 || (status >= 300 && status < 400)) {
       last = { status: 502, message: `channel ${ch.id} answered ${res.status}: ${message}` };
       continue;
     }
     // The upstream says the request itself is wrong: no other channel will think otherwise.
-    throw new AppError(res.status === 404 ? 404 : 400, `Upstream rejected the request: ${message}`, {
-      code: res.status === 404 ? 'model_not_found' : 'upstream_rejected',
+    throw new AppError(status === 404 ? 404 : 400, `Upstream rejected the request: ${message}`, {
+      code: status === 404 ? 'model_not_found' : 'upstream_rejected',
       type: 'invalid_request_error',
       retriable: false,
     });

@@ -5,6 +5,7 @@ import type { AddressInfo } from 'node:net';
 export interface UpstreamCall {
   path: string;
   authorization: string | undefined;
+  headers: http.IncomingHttpHeaders;
   body: { model: string; input: string[] | string; encoding_format?: string; dimensions?: number };
 }
 
@@ -48,7 +49,7 @@ export class FakeOpenAI {
         const body = JSON.parse(raw || '{}');
         this.maxInFlight = Math.max(this.maxInFlight, ++this.inFlight);
         res.on('close', () => this.inFlight--);
-        this.calls.push({ path: req.url ?? '', authorization: req.headers.authorization, body });
+        this.calls.push({ path: req.url ?? '', authorization: req.headers.authorization, headers: req.headers, body });
         const b = this.behaviour;
         if (b.kind === 'hang') return; // never answers
         if (b.kind === 'raw') {

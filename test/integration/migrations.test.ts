@@ -65,6 +65,7 @@ for (const embedded of [false, true]) {
           '015_webhooks',
           '016_schedules',
           '017_batches',
+          '018_channel_providers',
         ]);
         for (const t of TABLES) expect(await db.schema.hasTable(t), t).toBe(true);
         // The counters' triggers work right after migrating.

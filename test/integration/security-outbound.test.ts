@@ -236,6 +236,8 @@ describe('connect time: checked after DNS, on the address connected to', () => {
           type: 'openai',
           name: model,
           base_url,
+          config: {},
+          group: 'default',
           key: 'sk-upstream',
           models: model,
           model_mapping: '{}',
