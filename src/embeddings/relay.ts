@@ -10,7 +10,7 @@ import { redact } from '../logs/entries.js';
 import { scrubSecret } from '../secrets.js';
 import { OutboundRefusedError, type OutboundPolicy, outboundPolicy, policyRequest } from '../outbound.js';
 import { providerFor } from '../channels/providers/registry.js';
-import { openaiErrorMessage, type EmbedCall, type Provider, type ReadAnswer } from '../channels/providers/types.js';
+import { type EmbedCall, forModel, openaiErrorMessage, type Provider, type ReadAnswer } from '../channels/providers/types.js';
 
 export interface RelayResult {
   /** float32 little-endian, one per input, bit for bit as the upstream sent them. */
@@ -405,7 +405,7 @@ export async function relayEmbeddings(
   }
   if (dimensions) {
     // Only the providers that shorten vectors are asked for a length: with none of those, the request is what fails.
-    const able = channels.filter((c) => providerFor(c.type).dimensions);
+    const able = channels.filter((c) => forModel(providerFor(c.type).dimensions, c.mapping[model] ?? model));
     if (able.length === 0) {
       const names = [...new Set(channels.map((c) => providerFor(c.type).label))].join(', ');
       throw new AppError(400, `The model '${model}' does not take 'dimensions': its upstream (${names}) cannot shorten its vectors.`, {
@@ -443,7 +443,7 @@ export async function relayEmbeddings(
     const provider = providerFor(ch.type);
     // base64 unless the provider cannot or the channel refused it: float32 bits as they are, a third of the bytes of printed floats.
     const format: EmbedCall['encoding'] = provider.base64 && !floatOnly.has(channelKey(ch)) ? 'base64' : 'float';
-    const parts = partsOf(inputs, provider.maxInputs);
+    const parts = partsOf(inputs, forModel(provider.maxInputs, ch.mapping[model] ?? model));
     const callOf = (part: string[], encoding: EmbedCall['encoding']): EmbedCall => ({ model: ch.mapping[model] ?? model, inputs: part, dimensions, encoding });
     const send = async (part: string[], encoding: EmbedCall['encoding']) => {
       const r = await provider.request({ baseUrl: ch.baseUrl, key: channelKeyOf(p, ch), config: ch.config }, callOf(part, encoding));

@@ -61,10 +61,10 @@ export interface Provider {
   /** The channel's `config` for this provider: checked when a channel is saved ({} when none is given). */
   config: z.ZodType<Record<string, unknown>>;
   configFields: readonly ConfigField[];
-  /** Inputs one upstream call may carry: the relay splits a larger call. */
-  maxInputs: number;
-  /** Whether it honours `dimensions` (else a call with dimensions is 400 unless another channel can). */
-  dimensions: boolean;
+  /** Inputs one upstream call may carry (for this upstream model): the relay splits a larger call. */
+  maxInputs: number | ((model: string) => number);
+  /** Whether it honours `dimensions` (for this upstream model); else a call with dimensions is 400 unless another channel can. */
+  dimensions: boolean | ((model: string) => boolean);
   /** Whether it can send base64 float32 (else floats are asked for, and the relay encodes for the caller). */
   base64: boolean;
   /** Whether it takes inputs as token id arrays (see EmbedCall.tokenIds); others get the ids decoded to text. */
@@ -92,6 +92,9 @@ export function openaiErrorMessage(body: unknown): string | undefined {
   const m = (e as { message?: unknown } | null | undefined)?.message;
   return typeof m === 'string' && m ? m : undefined;
 }
+
+/** A provider's limit or ability for one upstream model. */
+export const forModel = <T>(v: T | ((model: string) => T), model: string): T => (typeof v === 'function' ? (v as (model: string) => T)(model) : v);
 
 /** Joins a base URL (no trailing slash) and a path. */
 export const join = (baseUrl: string, path: string) => `${baseUrl.replace(/\/+$/, '')}/${path.replace(/^\/+/, '')}`;
