@@ -1,12 +1,14 @@
 // Every provider a channel can be, by its type name and by one-api's type number. Add a provider here, one line each.
 import { openai } from './openai.js';
 import { azure } from './azure.js';
+import { gemini } from './gemini.js';
 // providers: imports above this line
 import type { Provider } from './types.js';
 
 export const PROVIDERS: readonly Provider[] = [
   openai,
   azure,
+  gemini,
   // providers: entries above this line
 ];
 
