@@ -16,6 +16,8 @@ export interface BatchRequest {
   model: string;
   inputs: string[];
   tokens: number[];
+  /** An upstream model's inputs as sent, when they were token ids (a built-in model needs only their text, `inputs`). */
+  tokenIds?: number[][];
   dimensions?: number;
   base64: boolean;
 }
@@ -38,7 +40,16 @@ export async function checkBatchBody(p: Platform, caller: BatchCaller, body: unk
   const { model, tokens } = await checkRequest(p, caller.user, caller.models, req);
   // At most this many vector components come back for the line (what its chunk's size is bounded by).
   const floats = req.inputs.length * (req.dimensions ?? (model.kind === 'local' ? model.defaultDimensions : UPSTREAM_MAX_DIMENSIONS));
-  return { model: req.model, inputs: req.inputs, tokens, dimensions: req.dimensions, base64: req.encodingFormat === 'base64', floats };
+  const tokenIds = model.kind === 'upstream' ? req.tokenIds : undefined;
+  return {
+    model: req.model,
+    inputs: req.inputs,
+    tokens,
+    ...(tokenIds ? { tokenIds } : {}),
+    dimensions: req.dimensions,
+    base64: req.encodingFormat === 'base64',
+    floats,
+  };
 }
 
 /** The model's price per token for this caller (an upstream model's is its channels'). */
@@ -63,23 +74,25 @@ function pack(caller: number, requests: BatchRequest[]): Packed[] {
   const open = new Map<string, Packed & { tokens: number }>();
   requests.forEach((r, index) => {
     // A batch's lines run once: their vectors are looked up in the cache, never added to it (a corpus would flood it).
-    const single = { model: r.model, dimensions: r.dimensions, inputs: r.inputs, tokens: r.tokens, caller, fillCache: false };
+    const single = { model: r.model, dimensions: r.dimensions, inputs: r.inputs, tokens: r.tokens, tokenIds: r.tokenIds, caller, fillCache: false };
     if (LOCAL_MODELS.includes(r.model as never)) {
       out.push({ request: single, lines: [{ index, from: 0, count: r.inputs.length }] });
       return;
     }
-    const key = String(r.dimensions ?? 0);
+    // Lines of token ids go together, apart from lines of text (a request's inputs are all ids or all text).
+    const key = `${r.dimensions ?? 0} ${r.tokenIds ? 'ids' : 'text'}`;
     const lineTokens = r.tokens.reduce((a, b) => a + b, 0);
     let into = open.get(key);
     if (into && (into.request.inputs.length + r.inputs.length > MAX_INPUTS || into.tokens + lineTokens > MAX_REQUEST_TOKENS)) into = undefined;
     if (!into) {
-      into = { request: { ...single, inputs: [], tokens: [] }, lines: [], tokens: 0 };
+      into = { request: { ...single, inputs: [], tokens: [], tokenIds: r.tokenIds && [] }, lines: [], tokens: 0 };
       open.set(key, into);
       out.push(into);
     }
     into.lines.push({ index, from: into.request.inputs.length, count: r.inputs.length });
     into.request.inputs.push(...r.inputs);
     into.request.tokens.push(...r.tokens);
+    if (r.tokenIds) into.request.tokenIds!.push(...r.tokenIds);
     into.tokens += lineTokens;
   });
   return out;

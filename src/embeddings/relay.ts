@@ -320,9 +320,9 @@ const channelKey = (ch: ChannelEntry) => `${ch.id} ${ch.baseUrl}`;
 const succeeded = (a: UpstreamResponse) => a.status >= 200 && a.status < 300;
 
 /** A call's inputs in runs of at most `max` (one run when they fit). */
-function partsOf(inputs: string[], max: number): string[][] {
+function partsOf<T>(inputs: T[], max: number): T[][] {
   if (inputs.length <= max) return [inputs];
-  const out: string[][] = [];
+  const out: T[][] = [];
   for (let i = 0; i < inputs.length; i += max) out.push(inputs.slice(i, i + max));
   return out;
 }
@@ -335,7 +335,7 @@ function readAnswers(
   provider: Provider,
   answers: UpstreamResponse[],
   parts: string[][],
-  callOf: (part: string[]) => EmbedCall,
+  callOf: (part: number) => EmbedCall,
   dimensions: number | undefined,
 ): { ok: true; vectors: Buffer[]; promptTokens: unknown } | { ok: false; problem?: string; text: string; retriable: boolean } {
   const vectors: Buffer[] = [];
@@ -349,7 +349,7 @@ function readAnswers(
       return { ok: false, text: a.text, retriable: true };
     }
     try {
-      const read = provider.read(parsed, callOf(parts[i]!));
+      const read = provider.read(parsed, callOf(i));
       vectors.push(...parseVectors(read.data, parts[i]!.length, dimensions));
       promptTokens = typeof promptTokens === 'number' && typeof read.promptTokens === 'number' ? promptTokens + read.promptTokens : undefined;
     } catch (err) {
@@ -382,6 +382,8 @@ export async function relayEmbeddings(
     dimensions?: number;
     /** The inputs' tokens as counted here: bounds what an upstream may report (see reportedTokens). */
     tokens: number;
+    /** The inputs as the caller sent them, when they were token ids (`inputs` is their text): sent so where the provider takes them. */
+    tokenIds?: number[][];
     /** When the caller stops waiting (epoch ms): no channel is tried after it, and none is waited on past it. */
     deadline?: number;
     /** Channels that refused their key earlier in this call: skipped; one that does now is added. */
@@ -443,20 +445,29 @@ export async function relayEmbeddings(
     const provider = providerFor(ch.type);
     // base64 unless the provider cannot or the channel refused it: float32 bits as they are, a third of the bytes of printed floats.
     const format: EmbedCall['encoding'] = provider.base64 && !floatOnly.has(channelKey(ch)) ? 'base64' : 'float';
-    const parts = partsOf(inputs, forModel(provider.maxInputs, ch.mapping[model] ?? model));
-    const callOf = (part: string[], encoding: EmbedCall['encoding']): EmbedCall => ({ model: ch.mapping[model] ?? model, inputs: part, dimensions, encoding });
-    const send = async (part: string[], encoding: EmbedCall['encoding']) => {
+    const maxInputs = forModel(provider.maxInputs, ch.mapping[model] ?? model);
+    const parts = partsOf(inputs, maxInputs);
+    // Token ids go as they are to a provider that takes them; any other gets their text (`inputs`).
+    const idParts = opts.tokenIds && provider.tokenArrays ? partsOf(opts.tokenIds, maxInputs) : undefined;
+    const callOf = (part: number, encoding: EmbedCall['encoding']): EmbedCall => ({
+      model: ch.mapping[model] ?? model,
+      inputs: parts[part]!,
+      dimensions,
+      encoding,
+      ...(idParts ? { tokenIds: idParts[part]! } : {}),
+    });
+    const send = async (part: number, encoding: EmbedCall['encoding']) => {
       const r = await provider.request({ baseUrl: ch.baseUrl, key: channelKeyOf(p, ch), config: ch.config }, callOf(part, encoding));
       // What one answer may weigh: its inputs' vectors at the longest we take, as printed floats.
-      const maxBytes = Math.min(2 ** 28, 2 ** 20 + part.length * 2 ** 18);
+      const maxBytes = Math.min(2 ** 28, 2 ** 20 + parts[part]!.length * 2 ** 18);
       return postUpstream(policy, r.url, r.headers, r.body, Math.max(1, Math.min(budget, deadline - Date.now())), maxBytes);
     };
     // More inputs than the provider takes in one call go as several calls (at most 4 at once); the first answer that is
     // not a success stands for them all.
     const post = (encoding: EmbedCall['encoding']) => {
-      if (parts.length === 1) return send(parts[0]!, encoding).then((a) => [a]);
+      if (parts.length === 1) return send(0, encoding).then((a) => [a]);
       const limit = pLimit(4);
-      return Promise.all(parts.map((part) => limit(() => send(part, encoding))));
+      return Promise.all(parts.map((_, i) => limit(() => send(i, encoding))));
     };
     const call = opts.batch ? (encoding: EmbedCall['encoding']) => batchSlot(p, ch.id)(() => post(encoding)) : post;
     // An upstream's words, with this channel's key (whatever its shape, whole or in part) cut out and anything else shaped

@@ -1,6 +1,7 @@
 // The embeddings area's request rules (OpenAI's embeddings API) and the embeddings.create job's payload and result.
 import { z } from 'zod';
 import { badRequest, type AppError } from '../errors.js';
+import { CL100K_IDS, decodeTokens, isToken, tokenBytes } from './tokenizer.js';
 
 export const MAX_INPUTS = 2048;
 export const MAX_INPUT_TOKENS = 8192;
@@ -18,7 +19,10 @@ export const MAX_FLOATS_PER_REQUEST = 2_097_152;
 
 export interface EmbeddingsRequest {
   model: string;
+  /** The inputs' text: as sent, or the text of the token ids sent (decoded with cl100k_base). */
   inputs: string[];
+  /** The inputs as sent, when they were token ids (cl100k_base): one array per input. */
+  tokenIds?: number[][];
   encodingFormat: 'float' | 'base64';
   dimensions?: number;
   user?: string;
@@ -26,12 +30,26 @@ export interface EmbeddingsRequest {
   allowUnsupportedText: boolean;
 }
 
+/** A cl100k_base token id, as `input` may hold them (in the documentation: they are checked by hand, see tokenInputs). */
+const tokenId = z
+  .number()
+  .int()
+  .min(0)
+  .max(CL100K_IDS - 1);
+
 /** The body of POST /v1/embeddings: validates requests and documents them (/openapi.json). */
 export const embeddingsBody = z.object({
   model: z.string().max(200).nullish().describe('Model id; the path model of /v1/engines/{model}/embeddings is the fallback (also for an empty or null one)'),
   input: z
-    .union([z.string().min(1), z.array(z.string().min(1)).min(1).max(MAX_INPUTS)])
-    .describe(`A string, or an array of up to ${MAX_INPUTS} strings, each at most ${MAX_INPUT_TOKENS} tokens`),
+    .union([
+      z.string().min(1),
+      z.array(z.string().min(1)).min(1).max(MAX_INPUTS),
+      z.array(tokenId).min(1).max(MAX_INPUT_TOKENS),
+      z.array(z.array(tokenId).min(1).max(MAX_INPUT_TOKENS)).min(1).max(MAX_INPUTS),
+    ])
+    .describe(
+      `A string, an array of up to ${MAX_INPUTS} strings, an array of token ids (cl100k_base), or an array of up to ${MAX_INPUTS} such arrays; each input at most ${MAX_INPUT_TOKENS} tokens, ${MAX_REQUEST_TOKENS} in all`,
+    ),
   encoding_format: z.enum(['float', 'base64']).default('float').describe('base64: little-endian float32, as OpenAI'),
   dimensions: z
     .number()
@@ -81,7 +99,8 @@ function describe(v: unknown): string {
 function inputError(input: unknown): AppError {
   if (input === undefined || input === null) return invalid("Missing required parameter: 'input'.", 'input');
   if (typeof input === 'string') return invalid("'input' must not be an empty string.", 'input');
-  if (!Array.isArray(input)) return invalid(`Invalid type for 'input': expected a string or an array of strings, but got ${describe(input)}.`, 'input');
+  if (!Array.isArray(input))
+    return invalid(`Invalid type for 'input': expected a string, an array of strings, or token ids, but got ${describe(input)}.`, 'input');
   if (input.length === 0) return invalid("'input' must not be an empty array.", 'input');
   if (input.length > MAX_INPUTS) return invalid(`'input' has ${input.length} items; at most ${MAX_INPUTS} are allowed.`, 'input');
   const bad = input.findIndex((x) => typeof x !== 'string');
@@ -109,11 +128,78 @@ export function floatsBoundError(model: string, inputs: number, dimensions: numb
     : invalid(`Invalid 'input': ${what}. Send at most ${maxInputs} inputs per request.`, 'input', 'max_floats_per_request');
 }
 
+/** Whether `input` is token ids: an array whose first item is a number (one input) or an array (several inputs). */
+const isTokenInput = (input: unknown): input is unknown[] =>
+  Array.isArray(input) && input.length > 0 && (typeof input[0] === 'number' || Array.isArray(input[0]));
+
+/**
+ * The most bytes of text an input's tokens may stand for: 8 a token, as text is bounded at 8 characters a token
+ * (input-limits.ts) — 65,536 for an input, 2,400,000 for a request. cl100k's tokens stand for at most 128 bytes, so
+ * without this 300,000 tokens could be 38 MB of text for a built-in model to embed, the cache to hash and a job to carry.
+ */
+const TEXT_BYTES_PER_TOKEN = 8;
+
+/**
+ * Token ids as OpenAI takes them (one array, or an array of arrays), checked in one loop (zod's union would describe
+ * each of 300,000 ids' failure to be a string) and decoded: bounded as text is — at most 2048 inputs, 8192 tokens each,
+ * 300,000 in all, none empty — each id a cl100k_base token, and the text they stand for bounded (TEXT_BYTES_PER_TOKEN).
+ */
+function tokenInputs(input: unknown[]): { tokenIds: number[][]; inputs: string[] } {
+  const several = Array.isArray(input[0]);
+  const arrays = several ? input : [input];
+  if (arrays.length > MAX_INPUTS) throw invalid(`'input' has ${arrays.length} items; at most ${MAX_INPUTS} are allowed.`, 'input');
+  let tokens = 0;
+  let bytes = 0;
+  arrays.forEach((ids, i) => {
+    const at = several ? `input[${i}]` : 'input';
+    if (!Array.isArray(ids)) throw invalid(`Invalid type for '${at}': expected an array of token ids, but got ${describe(ids)}.`, at);
+    if (ids.length === 0) throw invalid(`'${at}' must not be an empty array.`, at);
+    if (ids.length > MAX_INPUT_TOKENS)
+      throw invalid(
+        `This model's maximum context length is ${MAX_INPUT_TOKENS} tokens, but ${at} has ${ids.length} tokens. Shorten it.`,
+        at,
+        'context_length_exceeded',
+      );
+    tokens += ids.length;
+    if (tokens > MAX_REQUEST_TOKENS)
+      throw invalid(`The request has more than ${MAX_REQUEST_TOKENS} tokens in all; send fewer inputs per request.`, 'input', 'max_tokens_per_request');
+    for (let j = 0; j < ids.length; j++) {
+      const id: unknown = ids[j];
+      if (typeof id === 'number' && isToken(id)) continue;
+      const item = `${at}[${j}]`;
+      throw typeof id === 'number'
+        ? invalid(
+            `Invalid value for '${item}': ${id} is not a cl100k_base token id (an integer from 0 to ${CL100K_IDS - 1}; 100256 and 100261-100275 are unused).`,
+            item,
+          )
+        : invalid(`Invalid type for '${item}': expected a token id (an integer), but got ${describe(id)}.`, item);
+    }
+    const n = tokenBytes(ids);
+    if (n > MAX_INPUT_TOKENS * TEXT_BYTES_PER_TOKEN)
+      throw invalid(
+        `${at} stands for ${n} bytes of text, more than the ${MAX_INPUT_TOKENS * TEXT_BYTES_PER_TOKEN} an input may have (${TEXT_BYTES_PER_TOKEN} per token). Shorten it.`,
+        at,
+        'context_length_exceeded',
+      );
+    bytes += n;
+    if (bytes > MAX_REQUEST_TOKENS * TEXT_BYTES_PER_TOKEN)
+      throw invalid(
+        `The request's tokens stand for more than ${MAX_REQUEST_TOKENS * TEXT_BYTES_PER_TOKEN} bytes of text in all (${TEXT_BYTES_PER_TOKEN} per token); send fewer inputs per request.`,
+        'input',
+        'max_tokens_per_request',
+      );
+  });
+  const tokenIds = arrays as number[][];
+  return { tokenIds, inputs: tokenIds.map(decodeTokens) };
+}
+
 /** Validates an embeddings body the way OpenAI does; the body's `model` wins over the path's. */
 export function parseEmbeddingsRequest(body: unknown, pathModel?: string): EmbeddingsRequest {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) throw invalid('The request body must be a JSON object.', null);
   const b = body as Record<string, unknown>;
-  const r = embeddingsBody.safeParse(b);
+  // Token ids are checked by tokenInputs (after the other fields: zod sees a stand-in for them).
+  const tokens = isTokenInput(b.input);
+  const r = embeddingsBody.safeParse(tokens ? { ...b, input: '-' } : b);
   if (!r.success) {
     const issue = r.error.issues[0]!;
     const field = String(issue.path[0] ?? '');
@@ -136,8 +222,10 @@ export function parseEmbeddingsRequest(body: unknown, pathModel?: string): Embed
   if (!model) throw invalid('You must provide a model parameter.', 'model');
   return {
     model,
-    // A lone surrogate has no UTF-8 form: as U+FFFD here, so the text hashed for the cache, counted and sent upstream is one text.
-    inputs: (typeof r.data.input === 'string' ? [r.data.input] : r.data.input).map(wellFormed),
+    ...(tokens
+      ? tokenInputs(b.input as unknown[])
+      : // A lone surrogate has no UTF-8 form: as U+FFFD here, so the text hashed for the cache, counted and sent upstream is one text.
+        { inputs: (typeof r.data.input === 'string' ? [r.data.input] : (r.data.input as string[])).map(wellFormed) }),
     encodingFormat: r.data.encoding_format,
     dimensions: r.data.dimensions ?? undefined,
     user: r.data.user,
@@ -154,6 +242,11 @@ export const generationRequest = z.object({
   /** Requested dimensions; omitted means the model's default. */
   dimensions: z.number().int().positive().optional(),
   inputs: z.array(z.string()).min(1).max(MAX_INPUTS),
+  /**
+   * An upstream model's inputs as the caller sent them, when they were token ids (`inputs` holds their text): relayed so
+   * to providers that take them, cached apart from text (upstream.ts), and their count is the usage.
+   */
+  tokenIds: z.array(z.array(z.number().int().nonnegative())).optional(),
   /** Token count of each input: cl100k_base, or the model's own pieces for use-lite (what usage reports). */
   tokens: z.array(z.number().int().nonnegative()),
   /** Whose call it is (a user id): the workers share model time fairly between callers (a job may hold several). */

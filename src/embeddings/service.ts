@@ -39,6 +39,11 @@ export async function checkRequest(p: Platform, user: Principal['user'], models:
   checkAgainstModel(req, model);
   // use-lite counts (and reads) its own pieces, at most USE_LITE_MAX_TOKENS per input; only its tokenizer loads here, never the model.
   const useLite = model.name === USE_LITE_MODEL ? { pieces: await loadUseLiteTokenizer(), allowUnsupportedText: req.allowUnsupportedText } : null;
+  if (req.tokenIds) {
+    // Token ids (bounded when parsed): their count is the usage, for every model. use-lite still reads and judges their text.
+    if (useLite) await countInputs(req.inputs, useLite);
+    return { model, tokens: req.tokenIds.map((ids) => ids.length) };
+  }
   return { model, tokens: await countInputs(req.inputs, useLite) };
 }
 
@@ -95,6 +100,8 @@ export class EmbeddingsService<C> {
     const logCall: CallInfo = { user: principal.user, token: { id: token.id, name: token.name }, model: req.model, requestId, startedAt };
     const cost = costOf(billed, model.price);
     const call = { model: req.model, dimensions: req.dimensions, inputs: req.inputs, tokens };
+    // Token ids go on only to an upstream (relay.ts): the built-in models embed their text.
+    const upstreamCall = req.tokenIds ? { ...call, tokenIds: req.tokenIds } : call;
     const consumeOf = (o: { promptTokens: number; channelId?: number }) =>
       consumeEntry(logCall, {
         quota: costOf(o.promptTokens, model.price),
@@ -108,7 +115,7 @@ export class EmbeddingsService<C> {
     if (model.kind === 'upstream') {
       // Upstream calls are relayed by this process, and paid for with the cache's round trips (upstream.ts).
       const bill = { payer, cost, consume: consumeOf, failure: (err: unknown) => errorEntry(logCall, err) };
-      return billedUpstreamCall(p, model, call, bill, (answer) => responseJson(req.model, answer, base64, this.hot));
+      return billedUpstreamCall(p, model, upstreamCall, bill, (answer) => responseJson(req.model, answer, base64, this.hot));
     }
     // Models computed here go to the workers, gathered into jobs. Reserve what the call will cost first; settle once the usage is known.
     let outcome: Answer;

@@ -1,4 +1,5 @@
 // Upstream models: vectors from the cache, or relayed to the channels by the API process that got the call.
+import { createHash } from 'node:crypto';
 import type { Platform } from '../platform.js';
 import { sha256Hex } from '../secrets.js';
 import { toAppError } from '../errors.js';
@@ -52,6 +53,26 @@ export const vectorCache = (p: Platform): VectorCache => state(p).cache;
 
 const dimsKey = (req: GenerationRequest) => req.dimensions ?? 0; // 0 = "the upstream's default"
 
+/** Marks token ids' cache keys: a byte that UTF-8 text never holds. */
+const TOKEN_IDS = Uint8Array.of(0xff);
+
+/**
+ * Each input's key in the vector cache: its text's SHA-256, or for token ids the SHA-256 of a 0xFF byte and the ids
+ * as 32-bit integers — no text has such a key. So token ids and the text they decode to are cached apart: to an upstream
+ * that takes ids they are another request (the ids need not be how the upstream would split the text, nor its model
+ * one of cl100k_base), and which channel will answer is not known when the cache is read. Ids answered by a channel that
+ * takes only text (it got their text) are cached as the ids' vectors: every channel of a model serves that one model.
+ */
+export function inputHashes(req: Pick<GenerationRequest, 'inputs' | 'tokenIds'>): string[] {
+  if (!req.tokenIds) return req.inputs.map((text) => sha256Hex(text));
+  return req.tokenIds.map((ids) =>
+    createHash('sha256')
+      .update(TOKEN_IDS)
+      .update(new Uint8Array(Uint32Array.from(ids).buffer))
+      .digest('hex'),
+  );
+}
+
 const keysOf = (p: Platform, model: string, req: GenerationRequest, hashes: string[]) =>
   p.config.EMBEDDINGS_CACHE ? hashes.map((h) => VectorCache.key(model, dimsKey(req), h)) : undefined;
 
@@ -79,18 +100,27 @@ export async function upstreamVectors(
   if (missing.length) {
     const textOf = new Map(hashes.map((h, i) => [h, req.inputs[i]!]));
     const tokensOf = new Map(hashes.map((h, i) => [h, req.tokens[i]!]));
+    const idsOf = req.tokenIds && new Map(hashes.map((h, i) => [h, req.tokenIds![i]!]));
     const relayed = await relayEmbeddings(
       p,
       model.name,
       model.channels,
       missing.map((h) => textOf.get(h)!),
-      { dimensions: req.dimensions, tokens: sum(missing.map((h) => tokensOf.get(h)!)), deadline, refused, batch },
+      {
+        dimensions: req.dimensions,
+        tokens: sum(missing.map((h) => tokensOf.get(h)!)),
+        tokenIds: idsOf && missing.map((h) => idsOf.get(h)!),
+        deadline,
+        refused,
+        batch,
+      },
     );
     channelId = relayed.channel.id;
     const answered = missing.map((h, i) => ({ hash: h, vector: relayed.vectors[i]!, tokens: tokensOf.get(h)! }));
     for (const r of answered) vectorByHash.set(r.hash, { vector: r.vector, tokens: r.tokens });
     if (servesEveryone(relayed.channel)) fresh = answered;
-    const relayedTokens = relayed.promptTokens ?? sum(answered.map((r) => r.tokens));
+    // Token ids' usage is their count, whatever the upstream says; a text's is the upstream's own count when it gives one.
+    const relayedTokens = (req.tokenIds ? null : relayed.promptTokens) ?? sum(answered.map((r) => r.tokens));
     promptTokens += relayedTokens;
     channelQuota = costOf(relayedTokens, model.price);
   }
@@ -105,7 +135,7 @@ export async function upstreamVectors(
 
 /** A worker's upstream call (a batch's lines, or a job queued by an older API): the cache read, the relay, the cache write (unless `fillCache: false`). */
 export async function upstreamJob(p: Platform, model: UpstreamModel, req: GenerationRequest): Promise<UpstreamVectors> {
-  const hashes = req.inputs.map((text) => sha256Hex(text));
+  const hashes = inputHashes(req);
   const cache = vectorCache(p);
   const found = p.config.EMBEDDINGS_CACHE ? await cache.lookup(model.name, dimsKey(req), hashes) : new Map<string, CachedVector>();
   // A request that does not fill the cache is a batch's (src/embeddings/batch-service.ts).
@@ -142,7 +172,7 @@ export async function billedUpstreamCall<T>(
 ): Promise<T> {
   const { cache, calls } = state(p);
   const dims = dimsKey(req);
-  const hashes = req.inputs.map((text) => sha256Hex(text));
+  const hashes = inputHashes(req);
   const found = new Map<string, CachedVector>();
   const cold = new Set<string>();
   if (p.config.EMBEDDINGS_CACHE) {
