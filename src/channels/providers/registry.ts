@@ -2,6 +2,7 @@
 import { openai } from './openai.js';
 import { azure } from './azure.js';
 import { gemini } from './gemini.js';
+import { cohere } from './cohere.js';
 // providers: imports above this line
 import type { Provider } from './types.js';
 
@@ -9,6 +10,7 @@ export const PROVIDERS: readonly Provider[] = [
   openai,
   azure,
   gemini,
+  cohere,
   // providers: entries above this line
 ];
 
