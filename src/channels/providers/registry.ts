@@ -3,6 +3,7 @@ import { openai } from './openai.js';
 import { azure } from './azure.js';
 import { gemini } from './gemini.js';
 import { cohere } from './cohere.js';
+import { voyage } from './voyage.js';
 // providers: imports above this line
 import type { Provider } from './types.js';
 
@@ -11,6 +12,7 @@ export const PROVIDERS: readonly Provider[] = [
   azure,
   gemini,
   cohere,
+  voyage,
   // providers: entries above this line
 ];
 
