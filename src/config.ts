@@ -1,6 +1,7 @@
 // Every setting, read from the environment and validated once; a bad value names its variable.
 import path from 'node:path';
 import { z } from 'zod';
+import { DEFAULT_GROUP, GROUP_NAME } from './groups.js';
 import { allowlistEntryProblem, splitAllowlist } from './outbound.js';
 
 const int = (def: number, min: number, max = Number.MAX_SAFE_INTEGER) => z.coerce.number().int().min(min).max(max).default(def);
@@ -183,6 +184,15 @@ const envSchema = z.object({
     return z.NEVER;
   }),
   LOCAL_MODEL_PRICE: z.coerce.number().min(0).max(1e12).default(0),
+  /** One-api's GroupRatio: a JSON object of user group → price ratio; every priced call costs its price times its user's group's ratio (a group not named: 1). */
+  GROUP_RATIO: optionalString.transform((v, ctx) => {
+    const ratios = groupRatios(v ?? `{"${DEFAULT_GROUP}":1}`);
+    if (typeof ratios === 'string') {
+      ctx.addIssue({ code: 'custom', message: ratios });
+      return z.NEVER;
+    }
+    return ratios;
+  }),
   EMBEDDINGS_MAX_IN_FLIGHT: int(2, 1, 1000),
   USE_LITE_MAX_IN_FLIGHT: int(64, 1, 1000),
   EMBEDDINGS_CACHE: bool(true),
@@ -216,6 +226,28 @@ export const queueConcurrency = (c: Config): Record<QueueName, number> => ({
   schedules: c.SCHEDULES_CONCURRENCY,
   batches: c.BATCH_CONCURRENCY,
 });
+
+/** The most a group's ratio may be (a price times it stays far below Number.MAX_SAFE_INTEGER). */
+const MAX_GROUP_RATIO = 1_000;
+
+/** GROUP_RATIO's JSON as group → ratio, or what is wrong with it. */
+function groupRatios(json: string): Readonly<Record<string, number>> | string {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(json);
+  } catch {
+    return 'must be a JSON object of group name to ratio, like {"default":1,"vip":1.5}';
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed))
+    return 'must be a JSON object of group name to ratio, like {"default":1,"vip":1.5}';
+  for (const [group, ratio] of Object.entries(parsed)) {
+    if (!GROUP_NAME.test(group)) return `"${group.slice(0, 80)}" is not a group name (1-64 letters, digits, "_", "." or "-")`;
+    if (typeof ratio !== 'number' || !Number.isFinite(ratio) || ratio < 0 || ratio > MAX_GROUP_RATIO) {
+      return `the ratio of "${group}" must be a number from 0 to ${MAX_GROUP_RATIO}`;
+    }
+  }
+  return Object.freeze({ ...(parsed as Record<string, number>) });
+}
 
 export class ConfigError extends Error {}
 

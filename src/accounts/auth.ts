@@ -20,6 +20,8 @@ export interface AuthUser {
   username: string;
   role: number;
   status: number;
+  /** Their group (users.group), read with the user: which channels their calls take, at which price ratio. */
+  group: string;
 }
 
 export interface Principal {
@@ -39,7 +41,22 @@ export interface Attempt {
 
 type Cached = { userId: number; user: AuthUser; token?: store.TokenWithUser; passwordHash?: string };
 
-const toAuthUser = (u: Pick<UserRow, 'id' | 'username' | 'role' | 'status'>): AuthUser => ({ id: u.id, username: u.username, role: u.role, status: u.status });
+const toAuthUser = (u: Pick<UserRow, 'id' | 'username' | 'role' | 'status' | 'group'>): AuthUser => ({
+  id: u.id,
+  username: u.username,
+  role: u.role,
+  status: u.status,
+  group: u.group,
+});
+
+/** The user of an API key, as its row (read with its user) has them. */
+export const userOfToken = (t: store.TokenWithUser): AuthUser => ({
+  id: t.user_id,
+  username: t.username,
+  role: t.user_role,
+  status: t.user_status,
+  group: t.user_group,
+});
 
 export class Authenticator {
   /** Credential lookups (API keys, access tokens, sessions), kept for AUTH_CACHE_MS. */
@@ -68,7 +85,7 @@ export class Authenticator {
     if (row)
       this.lookups.set(cacheKey, {
         userId: row.user_id,
-        user: { id: row.user_id, username: row.username, role: row.user_role, status: row.user_status },
+        user: userOfToken(row),
         token: row,
       });
     return row;

@@ -168,6 +168,18 @@ const updateUserById = endpoint(
   async (ctx, { p, principal, path, body }) => envelope(ctx, await users.updateUser(p, principal.user, path.id, body)),
 );
 
+/** one-api's GET /api/group/: the names of the user groups (GROUP_RATIO's, and the default one), for a user's or a channel's group. */
+const groups = endpoint(
+  {
+    method: 'get',
+    path: '/api/group/',
+    summary: 'The user groups GROUP_RATIO names, and the default one',
+    auth: 'admin',
+    responses: { 200: ok('envelope with the group names, sorted', envelopeOf(z.array(z.string()))) },
+  },
+  async (ctx, { p }) => envelope(ctx, users.listGroups(p)),
+);
+
 // ---- API tokens (owner only) ---------------------------------------------------------------
 
 const tokensPage = paged(TOKENS, 'user', tokenList, tokens.listTokens);
@@ -260,6 +272,7 @@ export function accountsRouter(p: Platform): ApiRouter {
     updateUserInBody,
     updateUserById,
     deleteUser,
+    groups,
     tokensPage('/api/token/', "The caller's API keys (masked)"),
     tokensPage('/api/token/search', "Search the caller's API keys by name"),
     createToken,

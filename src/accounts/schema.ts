@@ -1,5 +1,6 @@
 // Request schemas and row shapes of accounts (users, tokens, redemption codes), one-api compatible.
 import { z } from 'zod';
+import { DEFAULT_GROUP, GROUP_NAME } from '../groups.js';
 import { parseCidr } from '../outbound.js';
 import { parse, rowId } from '../validate.js';
 
@@ -25,6 +26,9 @@ export const username = z
   .regex(/^[A-Za-z0-9_.-]+$/, 'may contain only letters, digits, "_", "." and "-"');
 export const password = z.string({ error: 'must be a string' }).min(8, 'must be 8-128 characters').max(128, 'must be 8-128 characters');
 
+/** A user's group (one-api's `group`): which channels their calls may take, and the ratio their calls' price is multiplied by. */
+const group = z.string({ error: 'must be a string' }).trim().regex(GROUP_NAME, 'must be 1-64 letters, digits, "_", "." or "-"');
+
 export const loginBody = z.object({
   username: z.string({ error: 'is required' }).min(1, 'is required').max(64),
   password: z.string({ error: 'is required' }).min(1, 'is required').max(128),
@@ -37,6 +41,7 @@ export const createUserBody = z.object({
   email: z.email('must be an email address').max(254).optional().or(z.literal('')),
   role: role.default(1),
   quota: quota.default(0),
+  group: group.default(DEFAULT_GROUP),
 });
 export type CreateUserInput = z.output<typeof createUserBody>;
 
@@ -49,6 +54,7 @@ export const updateUserBody = z.object({
   role: role.optional(),
   quota: quota.optional(),
   status: z.union([z.literal(1), z.literal(2)], { error: 'must be 1 (enabled) or 2 (disabled)' }).optional(),
+  group: group.optional(),
 });
 export type UpdateUserInput = z.output<typeof updateUserBody>;
 
@@ -241,7 +247,7 @@ export const userView = z.object({
   quota: z.number(),
   used_quota: z.number(),
   request_count: z.number(),
-  group: z.string(),
+  group: z.string().describe("the user's group: their calls take only the channels serving it, at its price ratio (GROUP_RATIO)"),
   created_at: z.string(),
 });
 export type UserView = z.infer<typeof userView>;

@@ -41,6 +41,7 @@ export async function createUser(db: Db, input: CreateUserInput, passwordHash: s
         email: input.email || null,
         role: input.role,
         quota: input.quota,
+        group: input.group,
       })
       .returning('*');
     return row!;
@@ -91,7 +92,7 @@ export async function listUsers(db: Db, opts: { offset: number; limit: number; k
 export async function updateUser(
   db: Db,
   id: number,
-  patch: Partial<Pick<UserRow, 'username' | 'password_hash' | 'display_name' | 'email' | 'role' | 'quota' | 'status'>>,
+  patch: Partial<Pick<UserRow, 'username' | 'password_hash' | 'display_name' | 'email' | 'role' | 'quota' | 'status' | 'group'>>,
 ): Promise<UserRow | undefined> {
   try {
     const [row] = await db<UserRow>('users')
@@ -208,6 +209,7 @@ export const deleteToken = (db: Db, userId: number, id: number) => db('tokens').
 export interface TokenWithUser extends TokenRow {
   user_status: number;
   user_role: number;
+  user_group: string;
   username: string;
   user_quota: number;
 }
@@ -216,9 +218,14 @@ export const findTokenByKeyHash = (db: Db, hash: string) =>
   db<TokenWithUser>('tokens')
     .join('users', 'users.id', 'tokens.user_id')
     .where('tokens.key_hash', hash)
-    .first('tokens.*', 'users.status as user_status', 'users.role as user_role', 'users.username', 'users.quota as user_quota') as Promise<
-    TokenWithUser | undefined
-  >;
+    .first(
+      'tokens.*',
+      'users.status as user_status',
+      'users.role as user_role',
+      'users.group as user_group',
+      'users.username',
+      'users.quota as user_quota',
+    ) as Promise<TokenWithUser | undefined>;
 
 export async function touchToken(db: Db, id: number): Promise<void> {
   await db('tokens').where({ id }).update({ accessed_time: nowSeconds() });

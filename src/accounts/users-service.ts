@@ -2,6 +2,7 @@
 // admins' work on other users under the role rule (an admin acts on users below their role; root on everyone).
 // Routes map HTTP to these; they take the caller and parsed input, and return what the API shows or throw AppErrors.
 import { disableChannelsOfMaker } from '../channels/store.js';
+import { DEFAULT_GROUP } from '../groups.js';
 import { badRequest, forbidden, notFound } from '../errors.js';
 import { userChangedEntries, userCreatedEntries, userDeletedEntry } from '../logs/entries.js';
 import { insertLogs } from '../logs/store.js';
@@ -104,6 +105,7 @@ export async function updateUser(p: Platform, me: AuthUser, userId: number | und
   if (body.role !== undefined) patch.role = body.role;
   if (body.quota !== undefined) patch.quota = body.quota;
   if (body.status !== undefined) patch.status = body.status;
+  if (body.group !== undefined) patch.group = body.group;
   if (body.password) patch.password_hash = await hashPassword(body.password);
   const updated = await p.db.transaction(async (trx) => {
     const row = await store.updateUser(trx, userId, patch);
@@ -129,6 +131,9 @@ export async function deleteUser(p: Platform, me: AuthUser, userId: number): Pro
   });
   p.auth.forgetUser(target.id);
 }
+
+/** The user groups an admin may choose from: the default one and those GROUP_RATIO names (another name is taken too, at ratio 1). */
+export const listGroups = (p: Platform): string[] => [...new Set([DEFAULT_GROUP, ...Object.keys(p.config.GROUP_RATIO)])].sort();
 
 /** Admins see users below their role (and themselves); root sees everyone. */
 async function visibleUser(p: Platform, me: AuthUser, userId: number): Promise<UserRow> {

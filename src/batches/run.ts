@@ -84,7 +84,7 @@ async function callerOf(p: Platform, b: BatchRow): Promise<{ caller: BatchCaller
   if (!token || token.status !== TOKEN_STATUS.enabled || isExpired(token)) {
     return unauthorized('The API key this batch was created with is deleted, disabled or expired.', { code: 'invalid_api_key', type: 'invalid_request_error' });
   }
-  const who = { id: user.id, username: user.username, role: user.role, status: user.status };
+  const who = { id: user.id, username: user.username, role: user.role, status: user.status, group: user.group };
   return {
     caller: { user: who, models: token.models },
     payer: { userId: user.id, token: { id: token.id, unlimited: token.unlimited_quota } },

@@ -1,6 +1,7 @@
 // Every channel as routing needs it, re-read from Postgres every few seconds, per process; and who may use which.
 import type { Db } from '../db.js';
 import { ROLE } from '../accounts/schema.js';
+import { DEFAULT_GROUP } from '../groups.js';
 import { rolesOfUsers, type Viewer } from '../accounts/store.js';
 import { CHANNEL_STATUS, type ChannelRow } from './schema.js';
 import { addChannelUsage } from './store.js';
@@ -27,8 +28,13 @@ export interface ChannelEntry {
   maker: { id: number; role: number } | null;
 }
 
+/** Who a call is routed for: the user (the role rule, serves()) and their group (the channels serving it). */
+export interface Caller extends Viewer {
+  group: string;
+}
+
 /**
- * The routing rule, the one place it is decided: a channel serves its maker and the users below its maker's role; root's
+ * The role rule, the one place it is decided: a channel serves its maker and the users below its maker's role; root's
  * channels (and those without a maker) serve everyone. An admin's channel must never see root's texts, answer root's
  * vectors or set root's price. `null`: a caller not known (only the channels that serve everyone).
  */
@@ -37,6 +43,13 @@ export function serves(channel: ChannelEntry, caller: Viewer | null): boolean {
   if (maker === null || maker.role >= ROLE.root) return true;
   return caller !== null && (maker.id === caller.id || maker.role > caller.role);
 }
+
+/**
+ * The group rule: a caller's calls take only the channels that serve their group (a caller not known: the default
+ * group's). A group chooses channels and a price, not who may be given whose answers: the cache stays shared across
+ * groups (servesEveryone is the role rule's).
+ */
+export const servesGroup = (channel: ChannelEntry, caller: Caller | null): boolean => channel.groups.has(caller?.group ?? DEFAULT_GROUP);
 
 /** Whether any caller may be given this channel's answers (so they may be kept in the shared cache). */
 export const servesEveryone = (channel: ChannelEntry) => serves(channel, null);
@@ -137,9 +150,9 @@ export class ChannelDirectory {
     return this.loading;
   }
 
-  /** The channels `caller` may use (see serves()), enabled or not. */
-  async usableBy(caller: Viewer | null): Promise<ChannelEntry[]> {
-    return (await this.all()).filter((c) => serves(c, caller));
+  /** The channels `caller` may use (the role rule, serves(), and the group rule, servesGroup()), enabled or not. */
+  async usableBy(caller: Caller | null): Promise<ChannelEntry[]> {
+    return (await this.all()).filter((c) => serves(c, caller) && servesGroup(c, caller));
   }
 
   /**
@@ -147,7 +160,7 @@ export class ChannelDirectory {
    * for a model nobody serves), no-channel (all of them are disabled), no-price (none of the enabled ones has a
    * price: it is refused, never given away), or ok with its price (the highest among them) and the channels to try.
    */
-  async availability(model: string, caller: Viewer | null): Promise<ModelAvailability> {
+  async availability(model: string, caller: Caller | null): Promise<ModelAvailability> {
     const listing = (await this.usableBy(caller)).filter((c) => c.models.has(model));
     if (listing.length === 0) return { kind: 'unknown' };
     const enabled = listing.filter((c) => c.status === CHANNEL_STATUS.enabled);
@@ -158,7 +171,7 @@ export class ChannelDirectory {
   }
 
   /** Models that an enabled, priced channel `caller` may use serves. */
-  async servedModels(caller: Viewer | null): Promise<string[]> {
+  async servedModels(caller: Caller | null): Promise<string[]> {
     const out = new Set<string>();
     for (const c of await this.usableBy(caller)) if (c.status === CHANNEL_STATUS.enabled && c.price !== null) for (const m of c.models) out.add(m);
     return [...out].sort();

@@ -1,7 +1,7 @@
 // Credentials from the request (Authorization header, session cookie, Basic), handed to the accounts
 // authenticator; role guards; the same-origin rule for cookie-authenticated writes.
 import type { Context } from 'koa';
-import type { Principal } from '../accounts/auth.js';
+import { type Principal, userOfToken } from '../accounts/auth.js';
 import { USER_STATUS } from '../accounts/schema.js';
 import { bareAddress } from '../client-address.js';
 import { hasLimits, ipAllowed, isExhausted, isExpired } from '../accounts/tokens.js';
@@ -50,7 +50,7 @@ export async function resolvePrincipal(ctx: Context, p: Platform, opts: { allowB
       if (token.status !== 1) throw unauthorized('API key is disabled', { code: 'token_disabled' });
       if (isExpired(token)) throw unauthorized('API key has expired', { code: 'token_expired' });
       if (!ipAllowed(token.subnet, clientIp(ctx))) throw forbidden('This API key may not be used from your IP address', { code: 'ip_not_allowed' });
-      return { via: 'api_key', token, user: { id: token.user_id, username: token.username, role: token.user_role, status: token.user_status } };
+      return { via: 'api_key', token, user: userOfToken(token) };
     }
     const user = await p.auth.accessToken(presented);
     if (!user) throw unauthorized('Invalid access token', { code: 'invalid_access_token' });
@@ -168,7 +168,7 @@ export async function authorizeApiKey(ctx: Context, p: Platform): Promise<Princi
   const principal: Principal = {
     via: 'api_key',
     token,
-    user: { id: token.user_id, username: token.username, role: token.user_role, status: token.user_status },
+    user: userOfToken(token),
   };
   ctx.state.principal = principal;
   return principal;

@@ -1,4 +1,5 @@
 // The rows each kind of event writes (consume, error, top-up, manage, system), and the one redaction every content passes.
+import { DEFAULT_GROUP } from '../groups.js';
 import { toAppError } from '../errors.js';
 import { LOG_TYPE, type LogEntry } from './schema.js';
 
@@ -73,12 +74,17 @@ export function redemptionEntry(userId: number, code: { id: number; name: string
   return { type: LOG_TYPE.topup, userId, quota: code.quota, content: redact(`Redeemed code #${code.id} "${code.name}": +${code.quota} quota`) };
 }
 
-type UserState = { id: number; username: string; display_name: string; email: string | null; role: number; status: number; quota: number };
+type UserState = { id: number; username: string; display_name: string; email: string | null; role: number; status: number; quota: number; group: string };
 
 /** A new user made by an admin: a manage row (type 3) on the new user, and a top-up row for the quota they start with. */
 export function userCreatedEntries(actor: Actor, user: UserState): LogEntry[] {
   const out: LogEntry[] = [
-    { type: LOG_TYPE.manage, userId: user.id, username: user.username, content: `User ${who(user)} created by ${who(actor)} with role ${user.role}` },
+    {
+      type: LOG_TYPE.manage,
+      userId: user.id,
+      username: user.username,
+      content: `User ${who(user)} created by ${who(actor)} with role ${user.role}${user.group === DEFAULT_GROUP ? '' : ` in group ${user.group}`}`,
+    },
   ];
   if (user.quota > 0)
     out.push({
@@ -112,6 +118,7 @@ export function userChangedEntries(actor: Actor, before: UserState, after: UserS
   if ((after.email ?? '') !== (before.email ?? '')) changes.push('email changed');
   if (after.role !== before.role) changes.push(`role ${before.role} → ${after.role}`);
   if (after.status !== before.status) changes.push(`status ${before.status} → ${after.status}`);
+  if (after.group !== before.group) changes.push(`group ${before.group} → ${after.group}`);
   if (passwordChanged) changes.push('password set');
   if (changes.length)
     out.push({

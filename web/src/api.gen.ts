@@ -73,7 +73,13 @@ export interface paths {
                         "application/json": {
                             data: {
                                 base_url: string;
+                                /** @description the provider's settings (see docs/providers.md) */
+                                config: {
+                                    [key: string]: unknown;
+                                };
                                 created_time: number;
+                                /** @description the user groups it serves, comma-separated */
+                                group: string;
                                 id: number;
                                 /** @description a hint: the first 3 and last 4 characters */
                                 key: string;
@@ -84,9 +90,13 @@ export interface paths {
                                 name: string;
                                 price: number | null;
                                 priority: number;
+                                /** @description the upstream's time in that test (ms) */
+                                response_time: number | null;
                                 /** @description 1 enabled, 2 disabled, 3 disabled automatically (status_reason says why) */
                                 status: number;
                                 status_reason: string | null;
+                                /** @description when it was last tested directly (epoch seconds) */
+                                test_time: number | null;
                                 type: string;
                                 updated_time: number;
                                 used_quota: number;
@@ -116,6 +126,10 @@ export interface paths {
                 content: {
                     "application/json": {
                         base_url?: string;
+                        config?: string | {
+                            [key: string]: unknown;
+                        };
+                        group?: string;
                         id: number;
                         key?: string;
                         model_mapping?: string | {
@@ -126,7 +140,7 @@ export interface paths {
                         price?: number | null;
                         priority?: number;
                         status?: 1 | 2;
-                        type?: "openai" | 1;
+                        type?: string | number;
                         weight?: number;
                     };
                 };
@@ -140,7 +154,13 @@ export interface paths {
                         "application/json": {
                             data: {
                                 base_url: string;
+                                /** @description the provider's settings (see docs/providers.md) */
+                                config: {
+                                    [key: string]: unknown;
+                                };
                                 created_time: number;
+                                /** @description the user groups it serves, comma-separated */
+                                group: string;
                                 id: number;
                                 /** @description a hint: the first 3 and last 4 characters */
                                 key: string;
@@ -151,9 +171,13 @@ export interface paths {
                                 name: string;
                                 price: number | null;
                                 priority: number;
+                                /** @description the upstream's time in that test (ms) */
+                                response_time: number | null;
                                 /** @description 1 enabled, 2 disabled, 3 disabled automatically (status_reason says why) */
                                 status: number;
                                 status_reason: string | null;
+                                /** @description when it was last tested directly (epoch seconds) */
+                                test_time: number | null;
                                 type: string;
                                 updated_time: number;
                                 used_quota: number;
@@ -183,6 +207,10 @@ export interface paths {
                 content: {
                     "application/json": {
                         base_url?: string;
+                        config?: string | {
+                            [key: string]: unknown;
+                        };
+                        group?: string;
                         key: string;
                         model_mapping?: string | {
                             [key: string]: string;
@@ -195,7 +223,7 @@ export interface paths {
                         priority?: number;
                         /** @default 1 */
                         status?: 1 | 2;
-                        type?: "openai" | 1;
+                        type?: string | number;
                         /** @default 1 */
                         weight?: number;
                     };
@@ -210,7 +238,13 @@ export interface paths {
                         "application/json": {
                             data: {
                                 base_url: string;
+                                /** @description the provider's settings (see docs/providers.md) */
+                                config: {
+                                    [key: string]: unknown;
+                                };
                                 created_time: number;
+                                /** @description the user groups it serves, comma-separated */
+                                group: string;
                                 id: number;
                                 /** @description a hint: the first 3 and last 4 characters */
                                 key: string;
@@ -221,9 +255,13 @@ export interface paths {
                                 name: string;
                                 price: number | null;
                                 priority: number;
+                                /** @description the upstream's time in that test (ms) */
+                                response_time: number | null;
                                 /** @description 1 enabled, 2 disabled, 3 disabled automatically (status_reason says why) */
                                 status: number;
                                 status_reason: string | null;
+                                /** @description when it was last tested directly (epoch seconds) */
+                                test_time: number | null;
                                 type: string;
                                 updated_time: number;
                                 used_quota: number;
@@ -285,7 +323,13 @@ export interface paths {
                         "application/json": {
                             data: {
                                 base_url: string;
+                                /** @description the provider's settings (see docs/providers.md) */
+                                config: {
+                                    [key: string]: unknown;
+                                };
                                 created_time: number;
+                                /** @description the user groups it serves, comma-separated */
+                                group: string;
                                 id: number;
                                 /** @description a hint: the first 3 and last 4 characters */
                                 key: string;
@@ -296,9 +340,13 @@ export interface paths {
                                 name: string;
                                 price: number | null;
                                 priority: number;
+                                /** @description the upstream's time in that test (ms) */
+                                response_time: number | null;
                                 /** @description 1 enabled, 2 disabled, 3 disabled automatically (status_reason says why) */
                                 status: number;
                                 status_reason: string | null;
+                                /** @description when it was last tested directly (epoch seconds) */
+                                test_time: number | null;
                                 type: string;
                                 updated_time: number;
                                 used_quota: number;
@@ -336,6 +384,10 @@ export interface paths {
                 content: {
                     "application/json": {
                         base_url?: string;
+                        config?: string | {
+                            [key: string]: unknown;
+                        };
+                        group?: string;
                         id?: number;
                         key?: string;
                         model_mapping?: string | {
@@ -346,7 +398,7 @@ export interface paths {
                         price?: number | null;
                         priority?: number;
                         status?: 1 | 2;
-                        type?: "openai" | 1;
+                        type?: string | number;
                         weight?: number;
                     };
                 };
@@ -360,7 +412,13 @@ export interface paths {
                         "application/json": {
                             data: {
                                 base_url: string;
+                                /** @description the provider's settings (see docs/providers.md) */
+                                config: {
+                                    [key: string]: unknown;
+                                };
                                 created_time: number;
+                                /** @description the user groups it serves, comma-separated */
+                                group: string;
                                 id: number;
                                 /** @description a hint: the first 3 and last 4 characters */
                                 key: string;
@@ -371,9 +429,13 @@ export interface paths {
                                 name: string;
                                 price: number | null;
                                 priority: number;
+                                /** @description the upstream's time in that test (ms) */
+                                response_time: number | null;
                                 /** @description 1 enabled, 2 disabled, 3 disabled automatically (status_reason says why) */
                                 status: number;
                                 status_reason: string | null;
+                                /** @description when it was last tested directly (epoch seconds) */
+                                test_time: number | null;
                                 type: string;
                                 updated_time: number;
                                 used_quota: number;
@@ -457,7 +519,13 @@ export interface paths {
                         "application/json": {
                             data: {
                                 base_url: string;
+                                /** @description the provider's settings (see docs/providers.md) */
+                                config: {
+                                    [key: string]: unknown;
+                                };
                                 created_time: number;
+                                /** @description the user groups it serves, comma-separated */
+                                group: string;
                                 id: number;
                                 /** @description a hint: the first 3 and last 4 characters */
                                 key: string;
@@ -468,9 +536,13 @@ export interface paths {
                                 name: string;
                                 price: number | null;
                                 priority: number;
+                                /** @description the upstream's time in that test (ms) */
+                                response_time: number | null;
                                 /** @description 1 enabled, 2 disabled, 3 disabled automatically (status_reason says why) */
                                 status: number;
                                 status_reason: string | null;
+                                /** @description when it was last tested directly (epoch seconds) */
+                                test_time: number | null;
                                 type: string;
                                 updated_time: number;
                                 used_quota: number;
@@ -905,6 +977,50 @@ export interface paths {
                 };
             };
         };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/group/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: string[];
+                            message: string;
+                            success: boolean;
+                        };
+                    };
+                };
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+            };
+        };
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -4753,6 +4869,7 @@ export interface paths {
                                 created_at: string;
                                 display_name: string;
                                 email: string;
+                                /** @description the user's group: their calls take only the channels serving it, at its price ratio (GROUP_RATIO) */
                                 group: string;
                                 id: number;
                                 quota: number;
@@ -4787,6 +4904,7 @@ export interface paths {
                     "application/json": {
                         display_name?: string;
                         email?: string | "";
+                        group?: string;
                         id?: number;
                         password?: string | "";
                         quota?: number;
@@ -4807,6 +4925,7 @@ export interface paths {
                                 created_at: string;
                                 display_name: string;
                                 email: string;
+                                /** @description the user's group: their calls take only the channels serving it, at its price ratio (GROUP_RATIO) */
                                 group: string;
                                 id: number;
                                 quota: number;
@@ -4844,6 +4963,8 @@ export interface paths {
                     "application/json": {
                         display_name?: string;
                         email?: string | "";
+                        /** @default default */
+                        group?: string;
                         password: string;
                         /** @default 0 */
                         quota?: number;
@@ -4864,6 +4985,7 @@ export interface paths {
                                 created_at: string;
                                 display_name: string;
                                 email: string;
+                                /** @description the user's group: their calls take only the channels serving it, at its price ratio (GROUP_RATIO) */
                                 group: string;
                                 id: number;
                                 quota: number;
@@ -4950,6 +5072,7 @@ export interface paths {
                                 created_at: string;
                                 display_name: string;
                                 email: string;
+                                /** @description the user's group: their calls take only the channels serving it, at its price ratio (GROUP_RATIO) */
                                 group: string;
                                 id: number;
                                 quota: number;
@@ -4992,6 +5115,7 @@ export interface paths {
                     "application/json": {
                         display_name?: string;
                         email?: string | "";
+                        group?: string;
                         id?: number;
                         password?: string | "";
                         quota?: number;
@@ -5012,6 +5136,7 @@ export interface paths {
                                 created_at: string;
                                 display_name: string;
                                 email: string;
+                                /** @description the user's group: their calls take only the channels serving it, at its price ratio (GROUP_RATIO) */
                                 group: string;
                                 id: number;
                                 quota: number;
@@ -5164,6 +5289,7 @@ export interface paths {
                                 created_at: string;
                                 display_name: string;
                                 email: string;
+                                /** @description the user's group: their calls take only the channels serving it, at its price ratio (GROUP_RATIO) */
                                 group: string;
                                 id: number;
                                 quota: number;
@@ -5266,6 +5392,7 @@ export interface paths {
                                 created_at: string;
                                 display_name: string;
                                 email: string;
+                                /** @description the user's group: their calls take only the channels serving it, at its price ratio (GROUP_RATIO) */
                                 group: string;
                                 id: number;
                                 quota: number;
@@ -5322,6 +5449,7 @@ export interface paths {
                                 created_at: string;
                                 display_name: string;
                                 email: string;
+                                /** @description the user's group: their calls take only the channels serving it, at its price ratio (GROUP_RATIO) */
                                 group: string;
                                 id: number;
                                 quota: number;
@@ -5372,6 +5500,7 @@ export interface paths {
                                 created_at: string;
                                 display_name: string;
                                 email: string;
+                                /** @description the user's group: their calls take only the channels serving it, at its price ratio (GROUP_RATIO) */
                                 group: string;
                                 id: number;
                                 quota: number;
@@ -7785,8 +7914,8 @@ export interface paths {
                          * @enum {string}
                          */
                         encoding_format?: "float" | "base64";
-                        /** @description A string, or an array of up to 2048 strings, each at most 8192 tokens */
-                        input: string | string[];
+                        /** @description A string, an array of up to 2048 strings, an array of token ids (cl100k_base), or an array of up to 2048 such arrays; each input at most 8192 tokens, 300000 in all */
+                        input: string | string[] | number[] | number[][];
                         /** @description Model id; the path model of /v1/engines/{model}/embeddings is the fallback (also for an empty or null one) */
                         model?: string | null;
                         user?: string;
@@ -7933,8 +8062,8 @@ export interface paths {
                          * @enum {string}
                          */
                         encoding_format?: "float" | "base64";
-                        /** @description A string, or an array of up to 2048 strings, each at most 8192 tokens */
-                        input: string | string[];
+                        /** @description A string, an array of up to 2048 strings, an array of token ids (cl100k_base), or an array of up to 2048 such arrays; each input at most 8192 tokens, 300000 in all */
+                        input: string | string[] | number[] | number[][];
                         /** @description Model id; the path model of /v1/engines/{model}/embeddings is the fallback (also for an empty or null one) */
                         model?: string | null;
                         user?: string;

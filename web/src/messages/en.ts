@@ -345,6 +345,8 @@ export const en = {
   'users.role.common': 'User',
   'users.role.admin': 'Admin',
   'users.role.root': 'Root',
+  'users.group': 'Group',
+  'users.groupHint': 'Their calls take only the channels serving this group, at its price ratio. The groups offered are those GROUP_RATIO names, and default.',
   'users.used': 'Used',
   'users.enabledLabel': 'Enabled (disabling signs the user out)',
   'users.deleteTitle': 'Delete this user?',

@@ -347,6 +347,8 @@ export const zhCN: Record<MessageKey, string> = {
   'users.role.common': '普通用户',
   'users.role.admin': '管理员',
   'users.role.root': '超级管理员',
+  'users.group': '分组',
+  'users.groupHint': '该用户的调用只走服务此分组的渠道，并按该分组的倍率计费。可选的分组为 GROUP_RATIO 中列出的分组及 default。',
   'users.used': '已用',
   'users.enabledLabel': '启用（停用会让该用户退出登录）',
   'users.deleteTitle': '删除此用户？',

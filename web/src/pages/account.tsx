@@ -24,6 +24,7 @@ export default function AccountPage() {
           facts={[
             { label: t('users.username'), value: me.username },
             { label: t('users.role'), value: roleName(me.role) },
+            { label: t('users.group'), value: me.group },
             { label: t('common.quota'), value: fmtNumber(me.quota) },
             { label: t('users.createdAt'), value: fmtDate(me.created_at) },
           ]}

@@ -1,6 +1,6 @@
-// Admin: users below your role — search, create, edit role/quota/status/password, delete.
+// Admin: users below your role — search, create, edit role/quota/group/status/password, delete.
 import { useState } from 'preact/hooks';
-import { del, post, put } from '../api';
+import { del, get, post, put } from '../api';
 import { RowButtons } from '../data-table';
 import { ActionForm, CheckField, InputField, SelectField } from '../form';
 import { fmtDate, fmtNumber } from '../format';
@@ -9,7 +9,7 @@ import { roleName } from '../labels';
 import { SearchListPage, useSearchList } from '../paged-list';
 import { useSession } from '../session';
 import { ROLE, type User } from '../types';
-import { askDelete, Badge, DialogFor, toast, useAction } from '../ui';
+import { askDelete, Badge, DialogFor, toast, useAction, useAsync } from '../ui';
 
 export default function AdminUsersPage() {
   const state = useSearchList<User>('/api/user/');
@@ -41,6 +41,7 @@ export default function AdminUsersPage() {
         },
         { head: t('common.quota'), num: true, cell: (u) => fmtNumber(u.quota) },
         { head: t('users.used'), num: true, cell: (u) => fmtNumber(u.used_quota) },
+        { head: t('users.group'), cell: (u) => u.group },
         { head: t('users.createdAt'), cell: (u) => fmtDate(u.created_at, false) },
       ]}
       actions={(u) =>
@@ -73,11 +74,21 @@ function UserForm(props: { user?: User; onDone: (u: User) => void; onCancel: () 
   const [password, setPassword] = useState('');
   const [role, setRole] = useState(String(u?.role ?? ROLE.common));
   const [quota, setQuota] = useState(String(u?.quota ?? 0));
+  const [group, setGroup] = useState(u?.group ?? 'default');
+  // The groups GROUP_RATIO names (and default), and the user's own if it names another (the API takes any name).
+  const groups = useAsync(() => get<string[]>('/api/group/'), []);
+  const groupChoices = [...new Set([...(groups.data ?? ['default']), group])].map((g) => ({ value: g, label: g }));
   const [enabled, setEnabled] = useState((u?.status ?? 1) === 1);
   const action = useAction();
   const roles = [ROLE.common, ROLE.admin, ROLE.root].filter((r) => r < (me?.role ?? 0));
   const submit = async () => {
-    const body: Record<string, unknown> = { username: username.trim(), display_name: displayName.trim(), role: Number(role), quota: Number(quota) || 0 };
+    const body: Record<string, unknown> = {
+      username: username.trim(),
+      display_name: displayName.trim(),
+      role: Number(role),
+      quota: Number(quota) || 0,
+      group,
+    };
     if (password) body.password = password;
     if (u) {
       body.status = enabled ? 1 : 2;
@@ -113,6 +124,7 @@ function UserForm(props: { user?: User; onDone: (u: User) => void; onCancel: () 
         <SelectField label={t('users.role')} name="role" value={role} onValue={setRole} choices={roles.map((r) => ({ value: r, label: roleName(r) }))} />
         <InputField label={t('common.quota')} name="quota" type="number" min={0} step={1} value={quota} onValue={setQuota} />
       </div>
+      <SelectField label={t('users.group')} hint={t('users.groupHint')} name="group" value={group} onValue={setGroup} choices={groupChoices} />
       {u && (
         <CheckField name="enabled" checked={enabled} onChecked={setEnabled}>
           {t('users.enabledLabel')}
