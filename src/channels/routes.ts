@@ -9,6 +9,8 @@ import { envelope, envelopeList } from '../http/envelope.js';
 import { ApiRouter, endpoint, envelopeOf, ok } from '../http/route.js';
 import { channelView, createChannelBody, parseChannelUpdate, updateChannelBody } from './schema.js';
 import * as service from './service.js';
+import { providerTypes, providerTypeView } from './provider-types.js';
+import { channelTestAllSummary, channelTestAnswer, TEST_ALL_CONCURRENCY, testAllChannels, testChannel } from './test-service.js';
 
 const one = ok('envelope with the channel (key as a hint)', envelopeOf(channelView));
 const listed = ok('envelope with channels (keys as hints); X-Total-Count', envelopeOf(z.array(channelView)));
@@ -40,6 +42,50 @@ const create = endpoint(
     responses: { 201: one, 400: ok('invalid', envelopeOf()) },
   },
   async (ctx, { p, principal, body }) => envelope(ctx, await service.createChannel(p, principal.user, body), 201),
+);
+
+const types = endpoint(
+  {
+    method: 'get',
+    path: '/api/channel/types',
+    summary: 'The channel types (providers): one-api number, label, default base URL, config settings, what each supports',
+    auth: 'admin',
+    responses: { 200: ok('envelope with every channel type', envelopeOf(z.array(providerTypeView))) },
+  },
+  (ctx) => envelope(ctx, providerTypes()),
+);
+
+const testOne = endpoint(
+  {
+    method: 'get',
+    path: '/api/channel/test/:id',
+    summary: 'Test a channel directly: one short embeddings call to it (not charged), its time recorded on it',
+    auth: 'admin',
+    pathParams: { id: idParam },
+    query: z.object({ model: z.string().min(1).max(200).optional().describe("one of the channel's models (default: its first)") }),
+    responses: {
+      200: ok("one-api's answer: success false (with why) when the channel failed; a refused key disables it", channelTestAnswer),
+      400: 'a model the channel does not serve',
+      404: 'unknown (or not one the admin manages)',
+    },
+  },
+  async (ctx, { p, principal, path, query }) => {
+    ctx.body = await testChannel(p, principal.user, path.id, query.model);
+  },
+);
+
+const testAll = endpoint(
+  {
+    method: 'get',
+    path: '/api/channel/test',
+    summary: `Test every enabled channel the admin manages, ${TEST_ALL_CONCURRENCY} at a time, with its first model; answers when all are done`,
+    auth: 'admin',
+    responses: { 200: ok('envelope with how many answered and each one', envelopeOf(channelTestAllSummary)), 409: 'a test of all is already running' },
+  },
+  async (ctx, { p, principal }) => {
+    const summary = await testAllChannels(p, principal.user);
+    envelope(ctx, summary, 200, `Tested ${summary.tested} channels: ${summary.succeeded} answered, ${summary.failed} failed`);
+  },
 );
 
 const get = endpoint(
@@ -75,4 +121,5 @@ const remove = endpoint(
   },
 );
 
-export const channelsRouter = (p: Platform): ApiRouter => new ApiRouter('Channels', p).add(list, search, create, get, update, updateById, remove);
+export const channelsRouter = (p: Platform): ApiRouter =>
+  new ApiRouter('Channels', p).add(list, search, types, testAll, testOne, create, get, update, updateById, remove);

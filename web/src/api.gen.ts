@@ -569,6 +569,208 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/channel/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: {
+                                failed: number;
+                                results: {
+                                    id: number;
+                                    /** @description '' when the channel answered; else why the test failed */
+                                    message: string;
+                                    /** @description the model the test asked for */
+                                    model: string;
+                                    name: string;
+                                    success: boolean;
+                                    /** @description how long the test took, in seconds */
+                                    time: number;
+                                }[];
+                                succeeded: number;
+                                tested: number;
+                            };
+                            message: string;
+                            success: boolean;
+                        };
+                    };
+                };
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/channel/test/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: {
+            parameters: {
+                query?: {
+                    model?: string;
+                };
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description '' when the channel answered; else why the test failed */
+                            message: string;
+                            /** @description the model the test asked for */
+                            model: string;
+                            success: boolean;
+                            /** @description how long the test took, in seconds */
+                            time: number;
+                        };
+                    };
+                };
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/channel/types": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            data: {
+                                config_fields: {
+                                    /** @description the values it may take, when it takes one of a few */
+                                    choices: string[] | null;
+                                    /**
+                                     * @description the value it takes: json for an object or a list (written as JSON)
+                                     * @enum {string}
+                                     */
+                                    kind: "text" | "number" | "boolean" | "json";
+                                    label: string;
+                                    name: string;
+                                    placeholder: string | null;
+                                    required: boolean;
+                                }[];
+                                /** @description used when a channel gives none; null: a channel must give one */
+                                default_base_url: string | null;
+                                label: string;
+                                /** @description one-api's channel type number, where it has one */
+                                one_api_type: number | null;
+                                supports: {
+                                    base64: boolean;
+                                    /** @enum {string} */
+                                    dimensions: "yes" | "no" | "some models";
+                                    /** @description inputs per upstream call (the relay splits larger ones); null: depends on the model */
+                                    max_inputs: number | null;
+                                    token_arrays: boolean;
+                                };
+                                /** @description the channel's type */
+                                type: string;
+                            }[];
+                            message: string;
+                            success: boolean;
+                        };
+                    };
+                };
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/content": {
         parameters: {
             query?: never;

@@ -23,6 +23,8 @@ export type User = Answer<'/api/user/self', 'get'>['data'];
 export type Token = Answer<'/api/token/', 'get'>['data'][number];
 export type Redemption = Answer<'/api/redemption/', 'get'>['data'][number];
 export type Channel = Answer<'/api/channel/', 'get'>['data'][number];
+/** A channel type (a registered provider) with its settings and what it supports. */
+export type ChannelType = Answer<'/api/channel/types', 'get'>['data'][number];
 
 export type LogRow = Answer<'/api/log/', 'get'>['data'][number];
 export type LogStat = Answer<'/api/log/stat', 'get'>['data'];
