@@ -4,6 +4,7 @@ import { azure } from './azure.js';
 import { gemini } from './gemini.js';
 import { cohere } from './cohere.js';
 import { voyage } from './voyage.js';
+import { bedrock } from './bedrock.js';
 // providers: imports above this line
 import type { Provider } from './types.js';
 
@@ -13,6 +14,7 @@ export const PROVIDERS: readonly Provider[] = [
   gemini,
   cohere,
   voyage,
+  bedrock,
   // providers: entries above this line
 ];
 
