@@ -7,30 +7,22 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { AZURE_DEFAULT_API_VERSION } from '../../src/channels/providers/azure.js';
 import { FakeAzure } from '../helpers/fake-azure.js';
 import { fakeVector } from '../helpers/fake-openai.js';
-import { HttpClient } from '../helpers/http.js';
-import { startTestApp, type TestApp } from '../helpers/services.js';
+import { asFloat32 as f32, type Gateway, startGateway } from '../helpers/provider-gateway.js';
 
-let t: TestApp;
+let g: Gateway;
 let az: FakeAzure;
 let other: FakeAzure;
-let key: string;
 let client: OpenAI;
 let seq = 0;
-
-const f32 = (v: number[]) => v.map(Math.fround);
 
 beforeAll(async () => {
   az = await new FakeAzure().start();
   other = await new FakeAzure('azure-other-key-0123456789abcdef').start();
-  t = await startTestApp();
-  await t.root.post('/api/user/', { username: 'azure', password: 'azure-password', quota: 1_000_000 });
-  const session = new HttpClient(t.url);
-  await session.login('azure', 'azure-password');
-  key = (await session.post('/api/token/', { name: 'k', unlimited_quota: true })).body.data.key;
-  client = new OpenAI({ apiKey: key, baseURL: `${t.url}/v1`, maxRetries: 0 });
+  g = await startGateway('azure');
+  client = g.client();
 });
 afterAll(async () => {
-  await t?.close();
+  await g?.t.close();
   await az?.stop();
   await other?.stop();
 });
@@ -39,21 +31,11 @@ beforeEach(() => {
   other.behaviour = { kind: 'ok' };
 });
 
-/** An Azure channel on `up` serving a model of its own (returned), with these fields. */
+/** An Azure channel on `up` serving a model of its own (returned), mapped to my-embedding-deployment, with these fields. */
 async function azureChannel(up: FakeAzure, body: Record<string, unknown> = {}): Promise<{ id: number; model: string }> {
   const model = (body.models as string | undefined) ?? `azure-model-${++seq}`;
-  const res = await t.root.post('/api/channel/', {
-    type: 'azure',
-    name: `azure-${seq}`,
-    key: up.key,
-    base_url: up.url,
-    model_mapping: { [model]: 'my-embedding-deployment' },
-    price: 1000,
-    ...body,
-    models: model,
-  });
-  expect(res.status, res.text).toBe(201);
-  return { id: res.body.data.id, model };
+  const id = await g.channel('azure', model, { key: up.key, base_url: up.url, model_mapping: { [model]: 'my-embedding-deployment' }, ...body, models: model });
+  return { id, model };
 }
 const callsSince = (up: FakeAzure, n: number) => up.calls.slice(n);
 
@@ -91,11 +73,11 @@ describe('the fake Azure resource, checked with openai’s AzureOpenAI client', 
 
 describe('Azure channels through the gateway (the openai client as the caller)', () => {
   it('needs a base_url (the resource endpoint) and checks api_version: a date, a -preview date or "v1"', async () => {
-    const noBase = await t.root.post('/api/channel/', { type: 'azure', name: 'no-base', key: 'k-0123456789', models: 'nb' });
+    const noBase = await g.t.root.post('/api/channel/', { type: 'azure', name: 'no-base', key: 'k-0123456789', models: 'nb' });
     expect(noBase.status).toBe(400);
     expect(noBase.body.message).toMatch(/base_url/);
     for (const api_version of ['2024-10-21x', '24-10-21', '2024-13-01', 'v2', 'latest', 7]) {
-      const bad = await t.root.post('/api/channel/', {
+      const bad = await g.t.root.post('/api/channel/', {
         type: 3,
         name: 'bad-version',
         key: 'k-0123456789',
@@ -106,7 +88,7 @@ describe('Azure channels through the gateway (the openai client as the caller)',
       expect(bad.status, String(api_version)).toBe(400);
       expect(bad.body.message, String(api_version)).toMatch(/^config\.api_version/);
     }
-    const unknown = await t.root.post('/api/channel/', {
+    const unknown = await g.t.root.post('/api/channel/', {
       type: 'azure',
       name: 'unknown',
       key: 'k-0123456789',
@@ -116,7 +98,7 @@ describe('Azure channels through the gateway (the openai client as the caller)',
     });
     expect(unknown.status).toBe(400);
     for (const api_version of ['2024-10-21', '2025-04-01-preview', 'v1']) {
-      const good = await t.root.post('/api/channel/', {
+      const good = await g.t.root.post('/api/channel/', {
         type: 3,
         name: 'good-version',
         key: 'k-0123456789',
@@ -137,7 +119,7 @@ describe('Azure channels through the gateway (the openai client as the caller)',
     const floats = await client.embeddings.create({ model, input: 'four', encoding_format: 'float' });
     // Floats as the gateway prints them: the shortest text of each float32.
     expect(floats.data[0]!.embedding.map(Math.fround)).toEqual(f32(fakeVector('four')));
-    const raw = await t.anon.post('/v1/embeddings', { model, input: 'five', encoding_format: 'base64' }, { authorization: `Bearer ${key}` });
+    const raw = await g.t.anon.post('/v1/embeddings', { model, input: 'five', encoding_format: 'base64' }, { authorization: `Bearer ${g.key}` });
     expect(raw.body.data[0].embedding).toBe(Buffer.from(Float32Array.from(fakeVector('five')).buffer).toString('base64'));
     const calls = callsSince(az, before);
     expect(calls).toHaveLength(3);
@@ -174,6 +156,20 @@ describe('Azure channels through the gateway (the openai client as the caller)',
     expect(c!.body).toEqual({ model: 'my-embedding-deployment', input: ['via v1'], encoding_format: 'base64', dimensions: 5 });
   });
 
+  it('sends token-id inputs to Azure as they are (as LangChain sends them)', async () => {
+    const { model } = await azureChannel(az);
+    const before = az.calls.length;
+    const res = await g.t.anon.post(
+      '/v1/embeddings',
+      { model, input: [[9906, 1917], [15339]], encoding_format: 'float' },
+      { authorization: `Bearer ${g.key}` },
+    );
+    expect(res.status, res.text).toBe(200);
+    const [c] = callsSince(az, before);
+    expect(c!.body.input).toEqual([[9906, 1917], [15339]]);
+    expect(res.body.data.map((d: { embedding: number[] }) => f32(d.embedding))).toEqual([f32(fakeVector('9906 1917')), f32(fakeVector('15339'))]);
+  });
+
   it('a deployment the resource does not have (404) is the channel’s fault: the next channel answers', async () => {
     const { model } = await azureChannel(az, { model_mapping: {}, priority: 10 });
     await azureChannel(other, { models: model, priority: 5 });
@@ -189,7 +185,7 @@ describe('Azure channels through the gateway (the openai client as the caller)',
     await azureChannel(other, { models: model, priority: 5 });
     const res = await client.embeddings.create({ model, input: 'auth failover' });
     expect(res.data[0]!.embedding).toEqual(f32(fakeVector('auth failover')));
-    const seen = (await t.root.get(`/api/channel/${id}`)).body.data;
+    const seen = await g.seen(id);
     expect(seen.status).toBe(3);
     expect(seen.status_reason).toMatch(/^upstream answered 401: Access denied due to invalid subscription key/);
     expect(seen.status_reason).not.toContain(wrongKey);
@@ -212,12 +208,12 @@ describe('Azure channels through the gateway (the openai client as the caller)',
     const res = await client.embeddings.create({ model, input: 'throttled' });
     expect(res.data[0]!.embedding).toEqual(f32(fakeVector('throttled')));
     expect([az.calls.length - before[0]!, other.calls.length - before[1]!]).toEqual([1, 1]);
-    const ttl = await t.platform.redis.pttl(t.platform.keys.grouped('channel-cooldown', id));
+    const ttl = await g.t.platform.redis.pttl(g.t.platform.keys.grouped('channel-cooldown', id));
     expect(ttl).toBeGreaterThan(40_000);
     expect(ttl).toBeLessThanOrEqual(42_000);
     az.behaviour = { kind: 'ok' };
     await client.embeddings.create({ model, input: 'skips the cooled one' });
     expect([az.calls.length - before[0]!, other.calls.length - before[1]!]).toEqual([1, 2]);
-    expect((await t.root.get(`/api/channel/${id}`)).body.data.status).toBe(1);
+    expect((await g.seen(id)).status).toBe(1);
   });
 });

@@ -3,35 +3,28 @@
 // outputDimensionality, at most 100 inputs a call, floats turned into base64 for the caller, Gemini's errors read (a bad
 // key is its 400 API_KEY_INVALID: the channel is disabled), and a 429's RetryInfo cooling the channel down.
 import { GoogleGenAI } from '@google/genai';
-import OpenAI from 'openai';
+import type OpenAI from 'openai';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { gemini } from '../../src/channels/providers/gemini.js';
+import { decodeTokens } from '../../src/embeddings/tokenizer.js';
 import { FakeGemini, resourceExhausted } from '../helpers/fake-gemini.js';
 import { fakeVector } from '../helpers/fake-openai.js';
-import { HttpClient } from '../helpers/http.js';
-import { startTestApp, type TestApp } from '../helpers/services.js';
+import { asFloat32 as f32, type Gateway, startGateway } from '../helpers/provider-gateway.js';
 
-let t: TestApp;
+let g: Gateway;
 let gm: FakeGemini;
 let other: FakeGemini;
-let key: string;
 let client: OpenAI;
 let seq = 0;
-
-const f32 = (v: number[]) => v.map(Math.fround);
 
 beforeAll(async () => {
   gm = await new FakeGemini().start();
   other = await new FakeGemini('AIzaSy-other-gemini-key-987654321').start();
-  t = await startTestApp();
-  await t.root.post('/api/user/', { username: 'gemini', password: 'gemini-password', quota: 1_000_000 });
-  const session = new HttpClient(t.url);
-  await session.login('gemini', 'gemini-password');
-  key = (await session.post('/api/token/', { name: 'k', unlimited_quota: true })).body.data.key;
-  client = new OpenAI({ apiKey: key, baseURL: `${t.url}/v1`, maxRetries: 0 });
+  g = await startGateway('gemini');
+  client = g.client();
 });
 afterAll(async () => {
-  await t?.close();
+  await g?.t.close();
   await gm?.stop();
   await other?.stop();
 });
@@ -40,21 +33,11 @@ beforeEach(() => {
   other.behaviour = { kind: 'ok' };
 });
 
-/** A Gemini channel on `up` serving a model of its own (returned), mapped to gemini-embedding-001. */
+/** A Gemini channel on `up` serving a model of its own (returned), mapped to gemini-embedding-001, with these fields. */
 async function geminiChannel(up: FakeGemini, body: Record<string, unknown> = {}): Promise<{ id: number; model: string }> {
   const model = (body.models as string | undefined) ?? `gemini-model-${++seq}`;
-  const res = await t.root.post('/api/channel/', {
-    type: 'gemini',
-    name: `gemini-${seq}`,
-    key: up.key,
-    base_url: up.url,
-    model_mapping: { [model]: 'gemini-embedding-001' },
-    price: 1000,
-    ...body,
-    models: model,
-  });
-  expect(res.status, res.text).toBe(201);
-  return { id: res.body.data.id, model };
+  const id = await g.channel('gemini', model, { key: up.key, base_url: up.url, model_mapping: { [model]: 'gemini-embedding-001' }, ...body, models: model });
+  return { id, model };
 }
 const since = (up: FakeGemini, n: number) => up.calls.slice(n);
 
@@ -100,7 +83,7 @@ describe('the fake Gemini API, checked with @google/genai', () => {
 
 describe('Gemini channels through the gateway (the openai client as the caller)', () => {
   it('takes type 24, defaults base_url to Google’s, and checks task_type and api_version', async () => {
-    const made = await t.root.post('/api/channel/', { type: 24, name: 'default-base', key: 'AIzaSy-0123456789', models: 'default-base-model' });
+    const made = await g.t.root.post('/api/channel/', { type: 24, name: 'default-base', key: 'AIzaSy-0123456789', models: 'default-base-model' });
     expect(made.status, made.text).toBe(201);
     expect([made.body.data.type, made.body.data.base_url]).toEqual(['gemini', 'https://generativelanguage.googleapis.com']);
     for (const config of [
@@ -110,11 +93,11 @@ describe('Gemini channels through the gateway (the openai client as the caller)'
       { api_version: 'v1beta/../x' },
       { dimensions: 3 },
     ]) {
-      const bad = await t.root.post('/api/channel/', { type: 'gemini', name: 'bad', key: 'AIzaSy-0123456789', models: 'bad-config', config });
+      const bad = await g.t.root.post('/api/channel/', { type: 'gemini', name: 'bad', key: 'AIzaSy-0123456789', models: 'bad-config', config });
       expect(bad.status, JSON.stringify(config)).toBe(400);
       expect(bad.body.message, JSON.stringify(config)).toMatch(/^config/);
     }
-    const good = await t.root.post('/api/channel/', {
+    const good = await g.t.root.post('/api/channel/', {
       type: 'gemini',
       name: 'good',
       key: 'AIzaSy-0123456789',
@@ -131,7 +114,7 @@ describe('Gemini channels through the gateway (the openai client as the caller)'
     expect(b64.data.map((d) => d.embedding)).toEqual([f32(fakeVector('one')), f32(fakeVector('two three'))]);
     const floats = await client.embeddings.create({ model, input: 'four', encoding_format: 'float' });
     expect(floats.data[0]!.embedding.map(Math.fround)).toEqual(f32(fakeVector('four')));
-    const raw = await t.anon.post('/v1/embeddings', { model, input: 'five', encoding_format: 'base64' }, { authorization: `Bearer ${key}` });
+    const raw = await g.t.anon.post('/v1/embeddings', { model, input: 'five', encoding_format: 'base64' }, { authorization: `Bearer ${g.key}` });
     expect(raw.body.data[0].embedding).toBe(Buffer.from(Float32Array.from(fakeVector('five')).buffer).toString('base64'));
     const calls = since(gm, before);
     expect(calls).toHaveLength(3);
@@ -173,10 +156,23 @@ describe('Gemini channels through the gateway (the openai client as the caller)'
     expect(res.usage.prompt_tokens).toBeGreaterThan(0);
   });
 
+  it('sends token-id inputs to Gemini as their text (cl100k decoded), which takes text only', async () => {
+    const { model } = await geminiChannel(gm);
+    const before = gm.calls.length;
+    const ids = [[9906, 1917], [15339]];
+    const res = await g.t.anon.post('/v1/embeddings', { model, input: ids, encoding_format: 'float' }, { authorization: `Bearer ${g.key}` });
+    expect(res.status, res.text).toBe(200);
+    const [c] = since(gm, before);
+    const texts = ids.map((one) => decodeTokens(one));
+    expect(texts.every((x) => x.length > 0)).toBe(true);
+    expect(c!.body.requests.map((r) => r.content.parts[0]!.text)).toEqual(texts);
+    expect(res.body.data.map((d: { embedding: number[] }) => f32(d.embedding))).toEqual(texts.map((x) => f32(fakeVector(x))));
+  });
+
   it('a request Gemini refuses (400 INVALID_ARGUMENT) is the caller’s 400 with Gemini’s message', async () => {
     const { model } = await geminiChannel(gm);
     gm.behaviour = { kind: 'status', status: 400, grpc: 'INVALID_ARGUMENT', message: 'Request contains an invalid argument.' };
-    const res = await t.anon.post('/v1/embeddings', { model, input: 'odd' }, { authorization: `Bearer ${key}` });
+    const res = await g.t.anon.post('/v1/embeddings', { model, input: 'odd' }, { authorization: `Bearer ${g.key}` });
     expect(res.status, res.text).toBe(400);
     expect(res.body.error.message).toBe('Upstream rejected the request: Request contains an invalid argument.');
   });
@@ -187,7 +183,7 @@ describe('Gemini channels through the gateway (the openai client as the caller)'
     await geminiChannel(other, { models: model, priority: 5 });
     const res = await client.embeddings.create({ model, input: 'auth failover' });
     expect(res.data[0]!.embedding).toEqual(f32(fakeVector('auth failover')));
-    const seen = (await t.root.get(`/api/channel/${id}`)).body.data;
+    const seen = await g.seen(id);
     expect(seen.status).toBe(3);
     expect(seen.status_reason).toBe('upstream answered 400: API key not valid. Please pass a valid API key.');
     expect(seen.status_reason).not.toContain(wrongKey);
@@ -212,7 +208,7 @@ describe('Gemini channels through the gateway (the openai client as the caller)'
       gm.behaviour = { ...behaviour };
       const res = await client.embeddings.create({ model, input: `refused: ${what}` });
       expect(res.data[0]!.embedding).toEqual(f32(fakeVector(`refused: ${what}`)));
-      const seen = (await t.root.get(`/api/channel/${id}`)).body.data;
+      const seen = await g.seen(id);
       expect(seen.status).toBe(3);
       expect(seen.status_reason).toBe(`upstream answered ${behaviour.status}: ${behaviour.message}`);
     });
@@ -226,13 +222,13 @@ describe('Gemini channels through the gateway (the openai client as the caller)'
     const res = await client.embeddings.create({ model, input: 'throttled' });
     expect(res.data[0]!.embedding).toEqual(f32(fakeVector('throttled')));
     expect([gm.calls.length - before[0]!, other.calls.length - before[1]!]).toEqual([1, 1]);
-    const ttl = await t.platform.redis.pttl(t.platform.keys.grouped('channel-cooldown', id));
+    const ttl = await g.t.platform.redis.pttl(g.t.platform.keys.grouped('channel-cooldown', id));
     expect(ttl).toBeGreaterThan(35_000);
     expect(ttl).toBeLessThanOrEqual(37_000);
     gm.behaviour = { kind: 'ok' };
     await client.embeddings.create({ model, input: 'skips the cooled one' });
     expect([gm.calls.length - before[0]!, other.calls.length - before[1]!]).toEqual([1, 2]);
-    expect((await t.root.get(`/api/channel/${id}`)).body.data.status).toBe(1);
+    expect((await g.seen(id)).status).toBe(1);
   });
 
   it('reads RetryInfo’s retryDelay as a Duration ("1.5s"), held to a day; anything else leaves the default wait', () => {
