@@ -5,6 +5,7 @@ import { gemini } from './gemini.js';
 import { cohere } from './cohere.js';
 import { voyage } from './voyage.js';
 import { bedrock } from './bedrock.js';
+import { ollama } from './ollama.js';
 // providers: imports above this line
 import type { Provider } from './types.js';
 
@@ -15,6 +16,7 @@ export const PROVIDERS: readonly Provider[] = [
   cohere,
   voyage,
   bedrock,
+  ollama,
   // providers: entries above this line
 ];
 
