@@ -1,13 +1,14 @@
 // What the tests of self-hosted servers' channel types (Ollama, TEI) share through the gateway: the app, the official
 // openai client as the caller, three fakes (`up` without a key, `backup` for failover, `keyed` started with a key),
 // their channels, and the checks every such type goes through (failover, a refused key, a cool-down).
-import OpenAI from 'openai';
+import type OpenAI from 'openai';
 import { afterAll, beforeAll, beforeEach, expect } from 'vitest';
 import type { SelfHostedFake } from './fake-self-hosted.js';
-import { HttpClient } from './http.js';
-import { startTestApp, type TestApp } from './services.js';
+import { asFloat32, type Gateway, received, startGateway } from './provider-gateway.js';
+import type { TestApp } from './services.js';
 
 export interface SelfHostedSuite<F extends SelfHostedFake<unknown>> {
+  g: Gateway;
   t: TestApp;
   client: OpenAI;
   up: F;
@@ -27,12 +28,9 @@ export function selfHostedSuite<F extends SelfHostedFake<unknown>>(type: string,
   beforeAll(async () => {
     [s.up, s.backup, s.keyed] = await Promise.all([make().start(), make().start(), make().start()]);
     s.keyed.key = key;
-    s.t = await startTestApp();
-    await s.t.root.post('/api/user/', { username: type, password: `${type}-password`, quota: 1_000_000 });
-    const session = new HttpClient(s.t.url);
-    await session.login(type, `${type}-password`);
-    const userKey = (await session.post('/api/token/', { name: 'k', unlimited_quota: true })).body.data.key;
-    s.client = new OpenAI({ apiKey: userKey, baseURL: `${s.t.url}/v1`, maxRetries: 0 });
+    s.g = await startGateway(type);
+    s.t = s.g.t;
+    s.client = s.g.client();
   });
   afterAll(async () => {
     await s.t?.close();
@@ -44,11 +42,7 @@ export function selfHostedSuite<F extends SelfHostedFake<unknown>>(type: string,
       reset?.(f);
     }
   });
-  s.channel = async (body) => {
-    const res = await s.t.root.post('/api/channel/', { type, name: type, key: 'none', base_url: s.up.url, price: 1000, ...body });
-    expect(res.status, res.text).toBe(201);
-    return res.body.data.id as number;
-  };
+  s.channel = (body) => s.g.channel(type, String(body.models), { name: type, key: 'none', base_url: s.up.url, ...body });
   s.counter = () => {
     const [up, backup] = [s.up.calls.length, s.backup.calls.length];
     return () => [s.up.calls.length - up, s.backup.calls.length - backup];
@@ -56,12 +50,6 @@ export function selfHostedSuite<F extends SelfHostedFake<unknown>>(type: string,
   s.cooldownUntil = async (id) => Number(await s.t.platform.redis.get(s.t.platform.keys.grouped('channel-cooldown', id)));
   return s;
 }
-
-/** Each number of a vector as its float32 (the gateway prints floats as float32's shortest form). */
-export const f32 = (v: number[]) => v.map(Math.fround);
-
-/** An answer's vectors, each number as its float32. */
-export const vectorsOf = (res: { data: { embedding: number[] }[] }) => res.data.map((d) => f32(d.embedding));
 
 /**
  * A channel for `model` on `keyed` with a wrong key (priority 10) and one on `backup` (priority 1): the call is answered
@@ -72,9 +60,9 @@ export async function expectKeyRefused<F extends SelfHostedFake<unknown>>(s: Sel
   const refused = await s.channel({ name: 'wrong-key', base_url: s.keyed.url, key: wrongKey, models: model, priority: 10 });
   await s.channel({ name: 'spare', base_url: s.backup.url, models: model, priority: 1 });
   const res = await s.client.embeddings.create({ model, input: 'refused key text' });
-  expect(vectorsOf(res)).toEqual([f32(expected)]);
+  expect(received(res)).toEqual([asFloat32(expected)]);
   expect(s.keyed.calls.at(-1)!.authorization).toBe(`Bearer ${wrongKey}`);
-  const seen = (await s.t.root.get(`/api/channel/${refused}`)).body.data;
+  const seen = await s.g.seen(refused);
   expect(seen.status).toBe(3);
   expect(seen.status_reason).toBe(reason);
   expect(seen.status_reason).not.toContain(wrongKey.slice(0, 12));

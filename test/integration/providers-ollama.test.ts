@@ -7,7 +7,8 @@ import OpenAI from 'openai';
 import { describe, expect, it } from 'vitest';
 import { ollama } from '../../src/channels/providers/ollama.js';
 import { FakeOllama, ollamaTokens, ollamaVector } from '../helpers/fake-ollama.js';
-import { expectKeyRefused, f32, partSizes, selfHostedSuite, vectorsOf } from '../helpers/self-hosted-suite.js';
+import { asFloat32, received } from '../helpers/provider-gateway.js';
+import { expectKeyRefused, partSizes, selfHostedSuite } from '../helpers/self-hosted-suite.js';
 
 /** ollama.com's API takes a key (the suite's `keyed` fake); a local server (`up`, `backup`) none. */
 const CLOUD_KEY = 'ollama-cloud-key-0123456789abcdef';
@@ -81,11 +82,11 @@ describe('an ollama channel', () => {
     await s.channel({ name: 'local', models: 'emb-local', model_mapping: { 'emb-local': 'nomic-embed-text' }, config: { truncate: false, keep_alive: '10m' } });
     const from = s.up.calls.length;
     const floats = await s.client.embeddings.create({ model: 'emb-local', input: ['alpha text', 'beta'], encoding_format: 'float' });
-    expect(vectorsOf(floats)).toEqual([f32(ollamaVector('alpha text')), f32(ollamaVector('beta'))]);
+    expect(received(floats)).toEqual([asFloat32(ollamaVector('alpha text')), asFloat32(ollamaVector('beta'))]);
     expect(floats.usage.prompt_tokens).toBe(ollamaTokens(['alpha text', 'beta']));
     // The openai client's default: base64 (the gateway encodes Ollama's floats). Other texts: answered vectors are cached.
     const b64 = await s.client.embeddings.create({ model: 'emb-local', input: ['gamma text', 'delta'] });
-    expect(b64.data.map((d) => d.embedding)).toEqual([f32(ollamaVector('gamma text')), f32(ollamaVector('delta'))]);
+    expect(b64.data.map((d) => d.embedding)).toEqual([asFloat32(ollamaVector('gamma text')), asFloat32(ollamaVector('delta'))]);
     const calls = s.up.since(from);
     expect(calls.map((c) => c.body.input)).toEqual([
       ['alpha text', 'beta'],
@@ -102,7 +103,7 @@ describe('an ollama channel', () => {
   it('sends the key as a Bearer token when it is not "none" (ollama.com’s API), and leaves out the settings not set', async () => {
     await s.channel({ name: 'cloud', base_url: s.keyed.url, key: CLOUD_KEY, models: 'emb-cloud' });
     const res = await s.client.embeddings.create({ model: 'emb-cloud', input: 'cloud text' });
-    expect(vectorsOf(res)).toEqual([f32(ollamaVector('cloud text'))]);
+    expect(received(res)).toEqual([asFloat32(ollamaVector('cloud text'))]);
     const call = s.keyed.calls.at(-1)!;
     expect(call.authorization).toBe(`Bearer ${CLOUD_KEY}`);
     expect(call.body).toEqual({ model: 'emb-cloud', input: ['cloud text'] });
@@ -111,7 +112,7 @@ describe('an ollama channel', () => {
   it('sends dimensions as Ollama’s `dimensions` and answers vectors of that length', async () => {
     await s.channel({ name: 'dims', models: 'emb-dims' });
     const res = await s.client.embeddings.create({ model: 'emb-dims', input: ['short'], dimensions: 8 });
-    expect(vectorsOf(res)).toEqual([f32(ollamaVector('short', 8))]);
+    expect(received(res)).toEqual([asFloat32(ollamaVector('short', 8))]);
     expect(s.up.calls.at(-1)!.body.dimensions).toBe(8);
   });
 
@@ -119,7 +120,7 @@ describe('an ollama channel', () => {
     await s.channel({ name: 'ids', models: 'emb-ids' });
     const res = await s.client.embeddings.create({ model: 'emb-ids', input: [[9906, 1917], [15339]] });
     expect(s.up.calls.at(-1)!.body.input).toEqual(['Hello world', 'hello']);
-    expect(vectorsOf(res)).toEqual([f32(ollamaVector('Hello world')), f32(ollamaVector('hello'))]);
+    expect(received(res)).toEqual([asFloat32(ollamaVector('Hello world')), asFloat32(ollamaVector('hello'))]);
   });
 
   it('splits a call of more than 512 inputs into calls of at most 512, answered in order', async () => {
@@ -127,7 +128,7 @@ describe('an ollama channel', () => {
     const inputs = Array.from({ length: 515 }, (_, i) => `text number ${i}`);
     const from = s.up.calls.length;
     const res = await s.client.embeddings.create({ model: 'emb-split', input: inputs, encoding_format: 'float' });
-    expect(vectorsOf(res)).toEqual(inputs.map((text) => f32(ollamaVector(text))));
+    expect(received(res)).toEqual(inputs.map((text) => asFloat32(ollamaVector(text))));
     expect(partSizes(s.up, from, (b) => [b.input].flat())).toEqual([3, 512]);
   });
 
@@ -141,7 +142,7 @@ describe('an ollama channel', () => {
     s.up.behaviour = { kind: 'status', status: 429, message: 'too many requests', headers: { 'retry-after': '30' } };
     const calls = s.counter();
     const first = await s.client.embeddings.create({ model: 'emb-429', input: 'limited text' });
-    expect(vectorsOf(first)).toEqual([f32(ollamaVector('limited text'))]);
+    expect(received(first)).toEqual([asFloat32(ollamaVector('limited text'))]);
     expect(calls()).toEqual([1, 1]);
     const wait = (await s.cooldownUntil(limited)) - Date.now();
     expect(wait).toBeGreaterThan(25_000);
@@ -157,7 +158,7 @@ describe('an ollama channel', () => {
     s.up.models = ['something-else'];
     const calls = s.counter();
     const res = await s.client.embeddings.create({ model: 'emb-404', input: 'pull me' });
-    expect(vectorsOf(res)).toEqual([f32(ollamaVector('pull me'))]);
+    expect(received(res)).toEqual([asFloat32(ollamaVector('pull me'))]);
     expect(calls()).toEqual([1, 1]);
   });
 

@@ -6,6 +6,7 @@ import { cohere } from './cohere.js';
 import { voyage } from './voyage.js';
 import { bedrock } from './bedrock.js';
 import { ollama } from './ollama.js';
+import { tei } from './tei.js';
 // providers: imports above this line
 import type { Provider } from './types.js';
 
@@ -17,6 +18,7 @@ export const PROVIDERS: readonly Provider[] = [
   voyage,
   bedrock,
   ollama,
+  tei,
   // providers: entries above this line
 ];
 
