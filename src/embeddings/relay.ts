@@ -529,7 +529,7 @@ export async function relayEmbeddings(
     try {
       errorBody = JSON.parse(text);
     } catch {}
-    const status = provider.status?.(res.status, errorBody) ?? res.status;
+    const status = provider.status?.(res.status, errorBody, res.headers) ?? res.status;
     if (status !== 429) failedOtherwise = true;
     const message = said(text);
     if (status === 401 || status === 403) {
@@ -541,7 +541,9 @@ export async function relayEmbeddings(
       continue;
     }
     if (status === 429) {
-      const wait = retryAfterMs(res.headers) ?? provider.retryAfterMs?.(res.headers, errorBody) ?? 5_000;
+      const hint = provider.retryAfterMs?.(res.headers, errorBody);
+      // A provider's own hint is held to a day, as Retry-After is (see retryAfterMs).
+      const wait = retryAfterMs(res.headers) ?? (hint === undefined ? undefined : Math.min(Math.max(0, hint), MAX_COOLDOWN_MS)) ?? 5_000;
       await coolDown(p, ch.id, wait);
       limitedFor.push(wait);
       continue;

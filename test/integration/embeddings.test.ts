@@ -144,7 +144,7 @@ describe('bad input: 400 in OpenAI shape', () => {
     ['empty array', { model: 'local-hash-v1', input: [] }, 'input'],
     ['an empty string item', { model: 'local-hash-v1', input: ['a', ''] }, 'input[1]'],
     ['a non-string item', { model: 'local-hash-v1', input: ['a', 5] }, 'input[1]'],
-    ['token arrays', { model: 'local-hash-v1', input: [[1, 2, 3]] }, 'input[0]'],
+    ['a token array with a negative id', { model: 'local-hash-v1', input: [[1, -2, 3]] }, 'input[0][1]'],
     ['an object input', { model: 'local-hash-v1', input: { text: 'a' } }, 'input'],
     ['2049 items', { model: 'local-hash-v1', input: Array.from({ length: 2049 }, () => 'a') }, 'input'],
     ['an item over 8192 tokens', { model: 'local-hash-v1', input: ['ok', 'word '.repeat(9000)] }, 'input[1]'],

@@ -294,6 +294,19 @@ describe('Bedrock channels through the gateway (the openai client as the caller)
     }
   });
 
+  it('a ServiceQuotaExceededException (sent as a 400, its type in x-amzn-ErrorType) is a rate limit: the channel cools down and the call fails over', async () => {
+    const first = await channel(COHERE, { priority: 10 });
+    await channel(COHERE, { priority: 5, name: `${first.model}-b`, models: first.model, model_mapping: { [first.model]: COHERE } }, second);
+    fake.behaviour = { kind: 'status', status: 400, errorType: 'ServiceQuotaExceededException', message: 'Your request exceeds the service quota.' };
+    fake.calls.length = 0;
+    second.calls.length = 0;
+    const res = await client.embeddings.create({ model: first.model, input: 'over quota', encoding_format: 'float' });
+    expect(f32(res.data[0]!.embedding)).toEqual(f32(fakeVector('over quota', 1024)));
+    expect([fake.calls.length, second.calls.length]).toEqual([1, 1]);
+    expect(await t.platform.redis.pttl(t.platform.keys.grouped('channel-cooldown', first.id))).toBeGreaterThan(0);
+    fake.behaviour = { kind: 'ok' };
+  });
+
   it('a ValidationException is the request’s fault: 400 with Bedrock’s message', async () => {
     const { model } = await channel(TITAN);
     fake.behaviour = { kind: 'status', status: 400, errorType: 'ValidationException', message: 'Input is too long for requested model.' };

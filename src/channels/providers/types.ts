@@ -78,7 +78,7 @@ export interface Provider {
   /** A rate-limited answer's wait beyond Retry-After (a header or body of the provider's own), in ms. */
   retryAfterMs?(headers: Headers, body: unknown): number | undefined;
   /** The status to act on, where the provider's differs from HTTP's meaning (e.g. a throttle sent as 400). */
-  status?(status: number, body: unknown): number;
+  status?(status: number, body: unknown, headers: Headers): number;
 }
 
 /**
