@@ -15,6 +15,18 @@ const rows = new Map(
     }),
 );
 
+describe('README.md', () => {
+  it('lists every registered provider in its providers table, with its one-api number where it has one', () => {
+    const readme = fs.readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+    const listed = readme
+      .split('\n')
+      .map((l) => /^\| `([a-z0-9-]+)`( \((\d+)\))? \|/.exec(l))
+      .filter((m) => m !== null)
+      .map((m) => [m[1], m[3] === undefined ? null : Number(m[3])]);
+    expect(listed.sort()).toEqual(PROVIDERS.map((p) => [p.type, p.oneApiType]).sort());
+  });
+});
+
 describe('docs/providers.md', () => {
   it('has a row for every registered provider and none for a provider that is not registered', () => {
     expect([...rows.keys()].sort()).toEqual(PROVIDERS.map((p) => p.type).sort());
