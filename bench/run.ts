@@ -17,6 +17,7 @@ import { startWorkers } from '../workers/index.js';
 import { buildMessage, startDovecot } from '../test/helpers/dovecot.js';
 import { clearRedisPrefix } from '../test/helpers/services.js';
 import { batchesBench } from './batches.js';
+import { providersBench } from './providers.js';
 import { idempotencyFigures } from './idempotency.js';
 import { relayBench } from './relay.js';
 import { useLiteBench } from './use-lite.js';
@@ -30,7 +31,7 @@ const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const ADMIN_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const REDIS_URL = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 8);
-/** BENCH_ONLY=relay,use-lite,store,logs,mail,idempotency,webhooks,batches,scale,startup runs only those (and the local-hash figure the others compare with); nothing goes to latest.jsonl then. */
+/** BENCH_ONLY=relay,providers,use-lite,store,logs,mail,idempotency,webhooks,batches,scale,startup runs only those (and the local-hash figure the others compare with); nothing goes to latest.jsonl then. */
 const ONLY = (process.env.BENCH_ONLY ?? '')
   .split(',')
   .map((x) => x.trim())
@@ -255,6 +256,11 @@ async function main() {
       report,
       log,
     });
+  }
+
+  if (want('providers')) {
+    // 1b'. each provider adapter's CPU per call in the API process (bench/providers.ts).
+    await providersBench({ B, key, accessToken, apiPid: api.pid!, seconds: SECONDS, report, log });
   }
 
   if (want('use-lite')) {

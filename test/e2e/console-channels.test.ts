@@ -67,6 +67,8 @@ describe('the channel form', () => {
     // Not JSON: refused in words before anything is sent.
     await dialog.getByLabel('Extra headers (JSON object)').fill('{"X-Test": ');
     await dialog.getByLabel('Models').fill('form-model');
+    expect(await dialog.getByLabel('Groups').inputValue()).toBe('default');
+    await dialog.getByLabel('Groups').fill('default, vip');
     await dialog.getByRole('button', { name: 'New channel' }).click();
     await expect.poll(() => dialog.getByRole('alert').textContent()).toContain('Extra headers (JSON object): not valid JSON.');
     await dialog.getByLabel('Extra headers (JSON object)').fill('{"X-Test": "from-the-form"}');
@@ -74,13 +76,14 @@ describe('the channel form', () => {
     const row = page.getByTestId('channels-table').locator('tbody tr', { hasText: 'with-settings' });
     await expect.poll(() => row.getByTestId('channel-type').textContent()).toBe('OpenAI-compatible');
     const saved = (await t.root.get('/api/channel/search?keyword=with-settings')).body.data[0];
-    expect(saved).toMatchObject({ type: 'openai', config: { path: '/custom/v1/embeddings', headers: { 'X-Test': 'from-the-form' } } });
+    expect(saved).toMatchObject({ type: 'openai', group: 'default,vip', config: { path: '/custom/v1/embeddings', headers: { 'X-Test': 'from-the-form' } } });
 
     // Editing shows the saved settings; emptying one removes it from config.
     await row.getByRole('button', { name: 'Edit' }).click();
     const edit = page.getByRole('dialog');
     expect(await edit.getByLabel('Endpoint path (default /v1/embeddings)').inputValue()).toBe('/custom/v1/embeddings');
     expect(JSON.parse(await edit.getByLabel('Extra headers (JSON object)').inputValue())).toEqual({ 'X-Test': 'from-the-form' });
+    expect(await edit.getByLabel('Groups').inputValue()).toBe('default,vip');
     await edit.getByLabel('Extra headers (JSON object)').fill('');
     await edit.getByRole('button', { name: 'Save' }).click();
     await expect.poll(() => page.getByRole('dialog').count()).toBe(0);

@@ -363,6 +363,8 @@ export const en = {
   'channels.models': 'Models',
   'channels.modelsHint': 'Comma-separated model names this channel serves.',
   'channels.priority': 'Priority',
+  'channels.groups': 'Groups',
+  'channels.groupsHint': 'The user groups this channel serves, comma-separated (default: everyone in the default group).',
   'channels.weight': 'Weight',
   'channels.price': 'Price',
   'channels.priceHint': 'Quota per 1K tokens; empty: not used until priced.',

@@ -364,6 +364,8 @@ export const zhCN: Record<MessageKey, string> = {
   'channels.models': '模型',
   'channels.modelsHint': '此渠道提供的模型名，用逗号分隔。',
   'channels.priority': '优先级',
+  'channels.groups': '分组',
+  'channels.groupsHint': '此渠道服务的用户分组，以逗号分隔（默认：default 分组的所有用户）。',
   'channels.weight': '权重',
   'channels.price': '价格',
   'channels.priceHint': '每 1K Token 的额度；留空：定价前不会使用。',

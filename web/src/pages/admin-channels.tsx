@@ -266,6 +266,7 @@ function ChannelForm(props: { channel?: Channel; types: ChannelType[]; onDone: (
   const [mapping, setMapping] = useState(c && Object.keys(c.model_mapping).length ? JSON.stringify(c.model_mapping, null, 2) : '');
   const [priority, setPriority] = useState(String(c?.priority ?? 0));
   const [weight, setWeight] = useState(String(c?.weight ?? 1));
+  const [group, setGroup] = useState(c?.group ?? 'default');
   const [price, setPrice] = useState(c?.price === null || c?.price === undefined ? '' : String(c.price));
   const [enabled, setEnabled] = useState(c ? c.status === 1 : true);
   // The settings' texts by name, kept across a change of type (only the chosen type's are sent).
@@ -294,6 +295,7 @@ function ChannelForm(props: { channel?: Channel; types: ChannelType[]; onDone: (
       model_mapping: mapping.trim() || '{}',
       priority: Number(priority) || 0,
       weight: Number(weight) || 0,
+      group: group.trim() || 'default',
       price: price.trim() === '' ? null : Number(price),
       status: enabled ? 1 : 2,
     };
@@ -377,6 +379,7 @@ function ChannelForm(props: { channel?: Channel; types: ChannelType[]; onDone: (
         <InputField label={t('channels.weight')} name="weight" type="number" min={0} step={1} value={weight} onValue={setWeight} />
         <InputField label={t('channels.price')} hint={t('channels.priceHint')} name="price" type="number" min={0} step="any" value={price} onValue={setPrice} />
       </div>
+      <InputField label={t('channels.groups')} hint={t('channels.groupsHint')} name="group" maxLength={1000} value={group} onValue={setGroup} />
       <CheckField name="enabled" checked={enabled} onChecked={setEnabled}>
         {t('channels.enabledLabel')}
       </CheckField>
