@@ -61,6 +61,8 @@ const testOne = endpoint(
     path: '/api/channel/test/:id',
     summary: 'Test a channel directly: one short embeddings call to it (not charged), its time recorded on it',
     auth: 'admin',
+    // It records the test on the channel and may disable it: same-origin for cookies, as a POST would be.
+    changesState: true,
     pathParams: { id: idParam },
     query: z.object({ model: z.string().min(1).max(200).optional().describe("one of the channel's models (default: its first)") }),
     responses: {
@@ -80,6 +82,7 @@ const testAll = endpoint(
     path: '/api/channel/test',
     summary: `Test every enabled channel the admin manages, ${TEST_ALL_CONCURRENCY} at a time, with its first model; answers when all are done`,
     auth: 'admin',
+    changesState: true,
     responses: { 200: ok('envelope with how many answered and each one', envelopeOf(channelTestAllSummary)), 409: 'a test of all is already running' },
   },
   async (ctx, { p, principal }) => {

@@ -141,6 +141,16 @@ describe('GET /api/channel/test/:id', () => {
     expect(near.calls.length).toBe(before);
   });
 
+  it('is refused (403) to a cookie sent from another site, like any change of state, and tests nothing', async () => {
+    const id = await channel(t.root, { base_url: near.url, models: 'cross-site-model' });
+    const calls = near.calls.length;
+    for (const path of [`/api/channel/test/${id}`, '/api/channel/test']) {
+      expect((await t.root.get(path, { 'sec-fetch-site': 'cross-site' })).status, path).toBe(403);
+    }
+    expect(near.calls.length).toBe(calls);
+    expect((await row(id)).test_time).toBeNull();
+  });
+
   it('answers 404 for a channel that does not exist', async () => {
     expect((await t.root.get('/api/channel/test/999999')).status).toBe(404);
   });
