@@ -106,3 +106,22 @@ for (const embedded of [false, true]) {
     });
   });
 }
+
+describe('migrators starting together on Postgres', () => {
+  it('four at the same moment (all connected first, then released together): one applies every migration, the others wait and find nothing to do', async () => {
+    const env = await createTestEnv();
+    envs.push(env);
+    const dbs = await Promise.all(Array.from({ length: 4 }, () => createDb(parseConfig(env.env))));
+    try {
+      // The barrier: every migrator holds a connection before any starts, so their first steps overlap.
+      await Promise.all(dbs.map((db) => db.raw('select 1')));
+      const outcomes = await Promise.all(dbs.map((db) => migrateLatest(db).then((done) => done.length)));
+      const all = (await dbs[0]!('knex_migrations').count<{ n: string }[]>({ n: '*' }))[0]!.n;
+      expect(outcomes.sort((a, b) => b - a)).toEqual([Number(all), 0, 0, 0]);
+      const names = (await dbs[0]!('knex_migrations').pluck('name')) as string[];
+      expect(new Set(names).size).toBe(names.length);
+    } finally {
+      await Promise.all(dbs.map((db) => db.destroy()));
+    }
+  }, 60_000);
+});
