@@ -451,6 +451,25 @@ describe('API tokens', () => {
 });
 
 describe('redemption codes and top-up', () => {
+  it('on Postgres, 20 users redeeming one code at once (20 transactions side by side): one is credited, once, with one top-up row', async () => {
+    const [key] = (await admin.post('/api/redemption/', { name: 'race', quota: 33 })).body.data;
+    const users = await Promise.all(
+      Array.from({ length: 20 }, async (_, i) => {
+        const username = `racer${i}-${Date.now()}`;
+        expect((await t.root.post('/api/user/', { username, password: `${username}-pw` })).status).toBe(201);
+        return (await t.platform.db('users').where({ username }).first('id')).id as number;
+      }),
+    );
+    const { redeemCode } = await import('../../src/accounts/store.js');
+    // Straight to the store, all at once on the pool's connections (over HTTP the requests would spread out).
+    const outcomes = await Promise.all(users.map((id) => redeemCode(t.platform.db, key, id)));
+    expect(outcomes.filter((o) => o.ok)).toHaveLength(1);
+    const credited = await t.platform.db('users').whereIn('id', users).andWhere('quota', '>', 0).pluck('id');
+    expect(credited).toHaveLength(1);
+    const topups = await t.platform.db('logs').whereIn('user_id', users).andWhere({ type: 1 }).count<{ n: string }[]>({ n: '*' });
+    expect(Number(topups[0]!.n)).toBe(1);
+  });
+
   it('creates 1–100 codes of 32 hex characters (201), lists and deletes them', async () => {
     const res = await admin.post('/api/redemption/', { name: 'promo', quota: 250, count: 3 });
     expect(res.status).toBe(201);
