@@ -1,5 +1,6 @@
 // Finds the verification / one-time code in an email (subject, text, HTML) with rules only: no network, no model.
 import { createRequire } from 'node:module';
+import { LEXICON_SOURCES, mentionsCodeWord } from './code-lexicon.js';
 
 // `he` (HTML5's full entity table, maintained; already in the tree through mailparser) ships no types: the one call used.
 const he = createRequire(import.meta.url)('he') as { decode(html: string): string };
@@ -269,16 +270,29 @@ function normalise(s: string): string {
       // as the decimal "7351,5" (which the money mask would hide).
       .replace(/[\uff0c\u3001]/g, ', ')
       .replace(/[\uff01-\uff5e]/g, (c) => String.fromCharCode(c.charCodeAt(0) - 0xfee0))
-      // Arabic-Indic, Persian, Devanagari and Thai digits, which some vendors use in codes.
-      .replace(/[\u0660-\u0669\u06f0-\u06f9\u0966-\u096f\u0e50-\u0e59]/g, nativeDigit)
+      // Any decimal digit Unicode knows (Arabic-Indic, Persian, Devanagari, Bengali, Myanmar, Khmer...), as ASCII.
+      .replace(NATIVE_DIGIT, nativeDigit)
       .replace(/[\u2010\u2011\u2012\u2212]/g, '-')
   );
 }
 
-function nativeDigit(c: string): string {
-  const cp = c.charCodeAt(0);
-  for (const zero of [0x0660, 0x06f0, 0x0966, 0x0e50]) if (cp >= zero && cp <= zero + 9) return String(cp - zero);
-  return c;
+// Every decimal digit but ASCII's. Unicode encodes each script's digits 0 to 9 in one ascending run (a stability
+// policy for General_Category Nd), and runs that touch (the five mathematical digit sets) are each ten long, so a
+// digit's value is its distance from the start of its run, modulo 10: no table typed per script.
+const NATIVE_DIGIT = /(?![0-9])\p{Nd}/gu;
+const IS_DIGIT = /^\p{Nd}$/u;
+const digitValues = new Map<number, string>();
+
+export function nativeDigit(c: string): string {
+  const cp = c.codePointAt(0)!;
+  let value = digitValues.get(cp);
+  if (value === undefined) {
+    let start = cp;
+    while (start > 0 && IS_DIGIT.test(String.fromCodePoint(start - 1))) start--;
+    value = String((cp - start) % 10);
+    digitValues.set(cp, value);
+  }
+  return value;
 }
 
 const MASK_CHAR = '\u2591';
@@ -719,7 +733,7 @@ const COMPOUND_TAIL_RE = new RegExp(`${COMPOUND_TAIL}$`, 'iu');
 // ワンタイム for the keyword reported (FoundCode.keyword) to be the whole word.
 const CJK_KEYWORDS = [...STRONG_CJK, ...WEAK_CJK].sort((a, b) => b.length - a.length);
 const KEYWORD_RE = new RegExp(
-  `(?<![\\p{L}\\p{N}])(?:${[...STRONG_LATIN, ...WEAK_LATIN].join('|')}|${COMPOUND})(?![\\p{L}\\p{N}])|${CJK_KEYWORDS.join('|')}`,
+  `(?<![\\p{L}\\p{N}])(?:${[...STRONG_LATIN, ...WEAK_LATIN].join('|')}|${COMPOUND}|${LEXICON_SOURCES.bounded})(?![\\p{L}\\p{N}])|${CJK_KEYWORDS.join('|')}|${LEXICON_SOURCES.unbounded}`,
   'giu',
 );
 const KEYWORD_TEST = new RegExp(KEYWORD_RE.source, 'iu');
@@ -763,7 +777,10 @@ const MEETING_NEAR = new RegExp(
 const PROMO_BEFORE = 60;
 const PROMO_AFTER = 40;
 // Code-like keywords (as opposed to "verify", "sign in"): the ones a NOT_A_CODE_BEFORE/AFTER label can turn into a decoy.
-const CODE_WORD = /cod|kod|kód|koodi|код|κωδικ|קוד|رمز|كود|รหัส|कोड|mã|clave|şifre|コード|码|碼|번호|코드/iu;
+const CODE_WORD = /cod|kod|kód|koodi|код|κωδικ|קוד|رمز|كود|کد|รหัส|कोड|mã|clave|şifre|şifrə|コード|码|碼|번호|코드|კოდ|կոդ/iu;
+
+const KOD_PREPOSITION =
+  /^\s+(?!(?:to|do|jest|je|za|sms|pin|otp|weryfik|jednoraz|potwierdz|dostęp|bezpiecz|logowan|autoryz|aktyw|został|ważn|wygas|wygaś|zabezpiecz|pengesahan|keselamatan|pengaktifan|log\s+masuk|sekali|anda|ini|ověř|potvrd|prijav|verifik)(?![\p{L}]))\p{Ll}/u;
 
 interface Keyword {
   start: number;
@@ -782,6 +799,9 @@ function findKeywords(s: string): Keyword[] {
     if (lower === 'pin' && word !== 'PIN') continue;
     if (lower === 'tan' && word !== 'TAN') continue;
     if (lower === 'tac' && word !== 'TAC') continue;
+    // South Slavic "kod" is also a preposition ("kod kurira": with the courier). Bare "kod" followed by a lower-case
+    // word counts only when that word goes with the noun (Polish, Malay, Croatian qualifiers and verbs).
+    if (lower === 'kod' && KOD_PREPOSITION.test(s.slice(end, end + 24))) continue;
     if (COMPOUND_TAIL_RE.test(word) && !/^(?:pass|pin|einmal|one)/iu.test(word)) {
       const prefix = word.replace(COMPOUND_TAIL_RE, '');
       if (prefix && NOT_A_CODE_PREFIX.test(prefix)) continue;
@@ -1153,7 +1173,107 @@ function* extractSteps(msg: CodeSource): Steps<FoundCode | null> {
     if (score < MIN_SCORE) continue;
     if (!best || score > best.raw || (score === best.raw && code < best.code)) best = { code, score, raw: score, source: f.source, keyword: f.keyword };
   }
-  return best ? { code: best.code, score: Math.round(Math.min(1, best.raw / MAX_SCORE) * 1000) / 1000, source: best.source, keyword: best.keyword } : null;
+  if (best) return { code: best.code, score: Math.round(Math.min(1, best.raw / MAX_SCORE) * 1000) / 1000, source: best.source, keyword: best.keyword };
+  return layoutCode(segments, msg.html ?? null);
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Layout (issue 27): a code no keyword the tables know is tied to, found by how the mail sets it apart.
+//
+// Only short mails, and only when one number in the whole mail (subject included) could be a code: a number that is
+// one of several, that sits inside a sentence, or that an order / parcel / invoice / phone / meeting word introduces,
+// is not taken. The number must stand apart — alone on its line (its own table cell or paragraph), or given in the
+// subject — and one more sign must agree: it is styled (bold, large, letter-spaced, a heading), repeated in the
+// subject and the body, or a code word of any language the lexicons know is in the mail.
+
+const LAYOUT_MAX_BODY = 1_500;
+// Words that make a set-apart number an identifier, an amount or a date rather than a code (stems, many languages).
+const LAYOUT_DECOY_NEAR = new RegExp(
+  [
+    '(?<![\\p{L}])(?:order\\p{L}*|parcel\\p{L}*|package|shipment|shipping|tracking|track|delivery|invoice\\p{L}*|receipt|booking|reservation|ticket|flight|seat|room|table|phone|tel|fax|total|amount|price|balance|due|paid|payment|account|iban|member|customer|case|claim|policy|meeting|webinar|room|gate|platform|zip|postal|serial|model|version|year|points?|miles?',
+    'bestell\\p{L}*|paket\\p{L}*|sendung\\p{L}*|rechnung\\p{L}*|betrag|kunden\\p{L}*|pedido|paquete|envío|factura|importe|commande|colis|facture|montant|ordine|pacco|fattura|importo|encomenda|fatura|valor',
+    'narudžb\\p{L}*|pošiljk\\p{L}*|račun\\p{L}*|iznos\\p{L}*|naročil\\p{L}*|užsakym\\p{L}*|siunt\\p{L}*|sąskait\\p{L}*|pasūtījum\\p{L}*|sūtījum\\p{L}*|rēķin\\p{L}*|summa|tellimus\\p{L}*|arve\\p{L}*|sifariş\\p{L}*|bağlama|qaimə|məbləğ|eskaera|faktura|zenbatekoa|comanda|paquet|import',
+    'заказ\\p{L}*|посылк\\p{L}*|счет\\p{L}*|счёт\\p{L}*|сумма|тапсырыс\\p{L}*|сәлемдеме|шот|пратк\\p{L}*|нарачк\\p{L}*|пошиљк\\p{L}*|поръчк\\p{L}*|сметк\\p{L}*|замовлення|телефон\\p{L}*',
+    'შეკვეთ\\p{L}*|ამანათ\\p{L}*|ანგარიშ\\p{L}*|თანხ\\p{L}*|պատվեր\\p{L}*|ծանրոց\\p{L}*|հաշիվ\\p{L}*|գումար\\p{L}*)(?![\\p{L}])',
+    'سفارش|مرسوله|بسته|فاکتور|مبلغ|تلفن',
+  ].join('|'),
+  'iu',
+);
+const STYLED_TAG =
+  /<(?:b|strong|h[1-4]|big)[\s>]|font-size\s*:\s*(?:1[89]|[2-9]\d)(?:\.\d+)?px|font-size\s*:\s*(?:1\.[2-9]|[2-9])(?:\.\d+)?(?:em|rem)|font-size\s*:\s*(?:1[4-9]|[2-9]\d)pt|font-weight\s*:\s*(?:bold|bolder|[6-9]00)|letter-spacing\s*:\s*(?!0|normal)/i;
+
+interface LayoutSeen {
+  code: string;
+  ownLine: boolean;
+  source: CodeFoundIn;
+}
+
+function layoutCandidates(text: string, source: CodeFoundIn): LayoutSeen[] | null {
+  const masked = mask(text);
+  const out: LayoutSeen[] = [];
+  for (const c of candidates(masked)) {
+    const after = masked.slice(c.end, c.end + 16);
+    const before = masked.slice(Math.max(0, c.start - 24), c.start);
+    if (c.digits && UNIT_AFTER.test(after)) continue;
+    if (/^\s?[ap]\.?m\.?(?![a-z])/i.test(after)) continue;
+    if (/(?:№|\bno\.|\bnr\.|#)\s*$/i.test(before)) return null;
+    if (isYearLike(c.code)) continue;
+    const line = shortLineAround(masked, c.start, c.end);
+    const ownLine = line !== null && line.replace(/[\s"'“”‘’«»「」『』【】[\]()（）:：.。,，!！-]/g, '') === c.code.replace('-', '');
+    // A letters-and-digits token counts only alone on its line (else product names, ids).
+    if (!c.digits && !ownLine) continue;
+    // The words just before it (its line, and the line above when it is alone) must not name an identifier.
+    const lineStart = masked.lastIndexOf('\n', c.start - 1) + 1;
+    const prevStart = ownLine ? masked.lastIndexOf('\n', Math.max(0, lineStart - 2)) + 1 : lineStart;
+    const lineEnd = masked.indexOf('\n', c.end);
+    const context = masked.slice(prevStart, lineEnd === -1 ? masked.length : lineEnd);
+    if (LAYOUT_DECOY_NEAR.test(context) || PROMO_NEAR.test(context) || MEETING_NEAR.test(context)) return null;
+    out.push({ code: c.code, ownLine, source });
+  }
+  return out;
+}
+
+/** Whether the HTML prints `code` in a bold, large, letter-spaced or heading element, with no other text in it. */
+function styledInHtml(html: string, code: string): boolean {
+  const chars = [...code.replace('-', '')].map((ch) => ch.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'));
+  const re = new RegExp(chars.join('(?:\\s|&nbsp;|&#160;|<[^>]{0,300}>){0,8}'), 'g');
+  // Digits as the text read them (native digits as ASCII); this only runs on short mails.
+  html = html.slice(0, MAX_SCANNED_HTML).replace(NATIVE_DIGIT, nativeDigit);
+  for (const m of html.matchAll(re)) {
+    const head = html.slice(Math.max(0, m.index - 600), m.index);
+    const tags = /(?:<[^<>]{0,500}>|\s|&nbsp;)*$/.exec(head)?.[0] ?? '';
+    if (STYLED_TAG.test(tags)) return true;
+  }
+  return false;
+}
+
+function layoutCode(segments: { text: string; source: CodeFoundIn }[], html: string | null): FoundCode | null {
+  const body = segments.filter((s) => s.source !== 'subject');
+  if (body.length === 0 || body.some((s) => s.text.length > LAYOUT_MAX_BODY)) return null;
+  const seen: LayoutSeen[] = [];
+  for (const seg of segments) {
+    const found = layoutCandidates(seg.text, seg.source);
+    if (found === null) return null;
+    seen.push(...found);
+  }
+  const codes = new Set(seen.map((s) => s.code));
+  if (codes.size !== 1) return null;
+  const code = seen[0]!.code;
+  const inSubject = seen.some((s) => s.source === 'subject');
+  const inBody = seen.some((s) => s.source !== 'subject');
+  const ownLine = seen.some((s) => s.source !== 'subject' && s.ownLine);
+  // Set apart: alone on a line of the body, or given in the subject (a number inside a body sentence is not).
+  if (inBody && !ownLine) return null;
+  const all = segments.map((s) => s.text).join('\n');
+  const worded = mentionsCodeWord(all) || KEYWORD_TEST.test(all);
+  const styled = html !== null && inBody && styledInHtml(html, code);
+  // A subject that opens with the number ("820531 is your code" in any language) sets it apart as a heading does.
+  const subject = segments.find((s) => s.source === 'subject')?.text ?? '';
+  const leads = !inBody && subject.length <= 80 && new RegExp(`^\\W{0,2}${code}(?![A-Za-z0-9])`).test(subject);
+  const signs = [styled, inSubject && inBody, worded, leads].filter(Boolean).length;
+  if (signs < 1) return null;
+  const source = inBody ? (seen.find((s) => s.source !== 'subject' && s.ownLine)?.source ?? 'text') : 'subject';
+  return { code, score: Math.round(((MIN_SCORE + 10 * signs) / MAX_SCORE) * 1000) / 1000, source, keyword: '' };
 }
 
 /** The most likely verification code in a message, or null. Runs to the end in one go: for tests and tools. */

@@ -1,0 +1,85 @@
+// Issue 27: codes in languages the keyword tables do not name. The world held-out set
+// (test/fixtures/code-heldout-world.ts, committed before the extractor changed and never tuned on) must not fall
+// below the figures measured when the layout rules, native digits and the lexicon landed; the development set
+// (test/fixtures/code-dev-world.ts, tuned on) must stay whole; and the focused behaviours each have a test.
+import { describe, expect, it } from 'vitest';
+import { formatScore, scoreCodes } from '../../bench/eval-codes.js';
+import { extractCode } from '../../src/mail/codes.js';
+import { devWorld } from '../fixtures/code-dev-world.js';
+import { heldoutWorld } from '../fixtures/code-heldout-world.js';
+
+// Measured on 2026-11-26 when the issue-27 rules landed (before them: precision 0.714 (10/14), recall 0.213 (10/47)).
+// A REGRESSION BAR, not the issue's goal (precision >= 0.98, recall >= 0.95).
+const WORLD_BAR = { precision: 0.742, recall: 0.553 };
+
+describe('extractCode on the world held-out set', () => {
+  it('stays at or above the regression bar measured when the issue-27 rules landed', () => {
+    const score = scoreCodes(heldoutWorld);
+    console.log(`world held-out code extractor: ${formatScore(score)}, ${heldoutWorld.length} messages`);
+    expect(score.precision).toBeGreaterThanOrEqual(WORLD_BAR.precision);
+    expect(score.recall).toBeGreaterThanOrEqual(WORLD_BAR.recall);
+  });
+});
+
+describe('extractCode on the world development set', () => {
+  it('gets every development example right', () => {
+    const score = scoreCodes(devWorld);
+    expect([...score.misses, ...score.falsePositives]).toEqual([]);
+  });
+});
+
+const styledCell = (code: string) =>
+  `<html><body><table><tr><td>Sláðu inn þessa tölu til að halda áfram:</td></tr><tr><td style="font-size:30px;letter-spacing:8px;font-weight:bold">${code}</td></tr><tr><td>Takk.</td></tr></table></body></html>`;
+
+describe('extractCode beyond the keyword tables', () => {
+  it('reads any decimal digits Unicode knows and answers ASCII', () => {
+    const digits: Record<string, string> = {
+      'Arabic-Indic': '٤٨٢١٩٣',
+      Persian: '۴۸۲۱۹۳',
+      Devanagari: '४८२१९३',
+      Bengali: '৪৮২১৯৩',
+      Myanmar: '၄၈၂၁၉၃',
+      Khmer: '៤៨២១៩៣',
+      Lao: '໔໘໒໑໙໓',
+      'full-width': '４８２１９３',
+      'mathematical bold': '𝟒𝟖𝟐𝟏𝟗𝟑',
+    };
+    for (const [script, code] of Object.entries(digits)) {
+      expect(extractCode({ subject: 'Sign in', text: `Your verification code is ${code}` })?.code, script).toBe('482193');
+    }
+  });
+
+  it('finds a code given only in the subject', () => {
+    const found = extractCode({ subject: '820531 ni kodi yako ya kuingia', text: 'Tumia kodi iliyo kwenye kichwa cha barua hii.' });
+    expect(found).toMatchObject({ code: '820531', source: 'subject' });
+  });
+
+  it('finds a code alone in a styled cell with no keyword any table knows', () => {
+    expect(extractCode({ subject: 'Innskráning', html: styledCell('318406') })?.code).toBe('318406');
+    // The same cell unstyled, with no word, no subject and no repetition, is not enough.
+    const plain = styledCell('318406').replace(/ style="[^"]*"/, '');
+    expect(extractCode({ subject: 'Innskráning', html: plain })).toBeNull();
+  });
+
+  it('finds a code after a lexicon word in a language the old tables did not name', () => {
+    expect(extractCode({ subject: 'Prisijungimas', text: 'Jūsų vienkartinis kodas: 583920' })?.code).toBe('583920');
+    expect(extractCode({ subject: 'ერთჯერადი კოდი', text: 'თქვენი ერთჯერადი კოდი: 639015' })?.code).toBe('639015');
+  });
+
+  it('leaves decoys that look like codes alone', () => {
+    const decoys = [
+      // "kod" as the South Slavic preposition next to a parcel number
+      { subject: 'Obavijest', text: 'Vaša pošiljka 40391827 čeka kod kurira.' },
+      { subject: 'Obavijest', text: 'Preuzmite paket kod nas: 40391827' },
+      // an order number alone in a styled cell
+      { subject: 'Užsakymas', html: styledCell('558210').replace('Sláðu inn þessa tölu til að halda áfram:', 'Jūsų užsakymo numeris:') },
+      // a number that is one of several in a short mail
+      { subject: 'Fréttabréf', text: 'Opnunartímar breytast.\n\n4200\n\nVið eigum 3500 nýja hluti og 1200 tilboð.' },
+      // a number inside a sentence, no code word anywhere
+      { subject: 'Habari', text: 'Tuna wateja 482913 katika nchi zote. Asante kwa kuwa nasi.' },
+      // a Persian-digit order number on its own line
+      { subject: 'سفارش شما', text: 'سفارش شما ثبت شد.\nشماره سفارش:\n۵۵۸۲۱۰' },
+    ];
+    for (const d of decoys) expect(extractCode(d), JSON.stringify(d)).toBeNull();
+  });
+});
