@@ -265,6 +265,7 @@ function parseVectors(data: ReadAnswer['data'], expected: number, dimensions?: n
   if (!Array.isArray(data) || data.length !== expected) throw new Error(`expected ${expected} embeddings, got ${Array.isArray(data) ? data.length : 'none'}`);
   const out: Buffer[] = new Array(expected);
   data.forEach((d, i) => {
+    if (typeof d !== 'object' || d === null) throw new Error(`embedding ${i} is not an object`);
     if (d.index !== undefined && !Number.isInteger(d.index)) throw new Error(`embedding ${i} has an index that is not a whole number`);
     const index = d.index ?? i;
     const e = d.embedding;
@@ -316,6 +317,18 @@ function channelKeyOf(p: Platform, ch: ChannelEntry): string {
  */
 const floatOnly = new Set<string>();
 const channelKey = (ch: ChannelEntry) => `${ch.id} ${ch.baseUrl}`;
+
+/**
+ * An upstream's message with the channel's secrets cut out: its key (not the no-key marker "none", a word messages
+ * use), and the values of extra headers its config sends (an operator may put a gateway's key there).
+ */
+function scrubChannelSecrets(message: string, key: string, config: Record<string, unknown>): string {
+  let out = key.trim().toLowerCase() === 'none' ? message : scrubSecret(message, key);
+  const headers = config.headers;
+  if (typeof headers === 'object' && headers !== null)
+    for (const v of Object.values(headers)) if (typeof v === 'string' && v.length >= 8) out = scrubSecret(out, v);
+  return out;
+}
 
 const succeeded = (a: UpstreamResponse) => a.status >= 200 && a.status < 300;
 
@@ -476,7 +489,7 @@ export async function relayEmbeddings(
       redact(
         upstreamMessage(
           text,
-          (m) => (quotesInput(m, inputs) ? QUOTED_INPUT : scrubSecret(m, channelKeyOf(p, ch))),
+          (m) => (quotesInput(m, inputs) ? QUOTED_INPUT : scrubChannelSecrets(m, channelKeyOf(p, ch), ch.config)),
           (b) => provider.errorMessage(b),
         ),
         500,

@@ -1,7 +1,7 @@
 // The embeddings area's request rules (OpenAI's embeddings API) and the embeddings.create job's payload and result.
 import { z } from 'zod';
 import { badRequest, type AppError } from '../errors.js';
-import { CL100K_IDS, decodeTokens, isToken, tokenBytes } from './tokenizer.js';
+import { BPE_IDS, decodeTokens, isToken, tokenBytes } from './tokenizer.js';
 
 export const MAX_INPUTS = 2048;
 export const MAX_INPUT_TOKENS = 8192;
@@ -30,12 +30,12 @@ export interface EmbeddingsRequest {
   allowUnsupportedText: boolean;
 }
 
-/** A cl100k_base token id, as `input` may hold them (in the documentation: they are checked by hand, see tokenInputs). */
+/** A cl100k_base text token id, as `input` may hold them (in the documentation: they are checked by hand, see tokenInputs). */
 const tokenId = z
   .number()
   .int()
   .min(0)
-  .max(CL100K_IDS - 1);
+  .max(BPE_IDS - 1);
 
 /** The body of POST /v1/embeddings: validates requests and documents them (/openapi.json). */
 export const embeddingsBody = z.object({
@@ -165,13 +165,12 @@ function tokenInputs(input: unknown[]): { tokenIds: number[][]; inputs: string[]
       throw invalid(`The request has more than ${MAX_REQUEST_TOKENS} tokens in all; send fewer inputs per request.`, 'input', 'max_tokens_per_request');
     for (let j = 0; j < ids.length; j++) {
       const id: unknown = ids[j];
-      if (typeof id === 'number' && isToken(id)) continue;
+      // Only the byte-pair tokens: a special token (<|endoftext|>…) is several tokens of text once decoded, and tiktoken
+      // (so LangChain) never sends one unless asked to.
+      if (typeof id === 'number' && id < BPE_IDS && isToken(id)) continue;
       const item = `${at}[${j}]`;
       throw typeof id === 'number'
-        ? invalid(
-            `Invalid value for '${item}': ${id} is not a cl100k_base token id (an integer from 0 to ${CL100K_IDS - 1}; 100256 and 100261-100275 are unused).`,
-            item,
-          )
+        ? invalid(`Invalid value for '${item}': ${id} is not a cl100k_base token id (an integer from 0 to ${BPE_IDS - 1}; special tokens are not taken).`, item)
         : invalid(`Invalid type for '${item}': expected a token id (an integer), but got ${describe(id)}.`, item);
     }
     const n = tokenBytes(ids);

@@ -59,6 +59,8 @@ export const count = (text: string) => pieces(text).reduce((sum, part) => sum + 
  * (<|endoftext|> 100257, the FIM tokens, <|endofprompt|> 100276); 100256 and 100261–100275 are no token.
  */
 export const CL100K_IDS = 100_277;
+/** The byte-pair tokens' ids (0 to 100255): what a request's token-id input may hold. */
+export const BPE_IDS = 100_256;
 
 // Every token's bytes, one after the other (`start[id]` to `start[id + 1]`), and whether an id is a token: made on the
 // first use (~30 ms, under 1 MB). gpt-tokenizer's own decode is not used: it joins bytes that are not UTF-8 on their

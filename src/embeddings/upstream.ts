@@ -11,6 +11,7 @@ import type { GenerationRequest } from './schema.js';
 import { type CachedVector, VectorCache } from './store.js';
 import { UpstreamCalls } from './calls.js';
 import { servesEveryone } from '../channels/directory.js';
+import { providerFor } from '../channels/providers/registry.js';
 
 const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
 
@@ -119,8 +120,12 @@ export async function upstreamVectors(
     const answered = missing.map((h, i) => ({ hash: h, vector: relayed.vectors[i]!, tokens: tokensOf.get(h)! }));
     for (const r of answered) vectorByHash.set(r.hash, { vector: r.vector, tokens: r.tokens });
     if (servesEveryone(relayed.channel)) fresh = answered;
-    // Token ids' usage is their count, whatever the upstream says; a text's is the upstream's own count when it gives one.
-    const relayedTokens = (req.tokenIds ? null : relayed.promptTokens) ?? sum(answered.map((r) => r.tokens));
+    // A text's usage is the upstream's own count when it gives one (bounded by the relay). Token ids sent as they are
+    // count as given; sent as their text (a provider that takes only text), they count as given or as the upstream
+    // counted that text, whichever is more (the text may split into more tokens than the ids were).
+    const given = sum(answered.map((r) => r.tokens));
+    const asText = req.tokenIds && !providerFor(relayed.channel.type).tokenArrays;
+    const relayedTokens = req.tokenIds ? (asText ? Math.max(given, relayed.promptTokens ?? 0) : given) : (relayed.promptTokens ?? given);
     promptTokens += relayedTokens;
     channelQuota = costOf(relayedTokens, model.price);
   }

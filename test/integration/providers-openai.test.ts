@@ -38,7 +38,18 @@ describe('channel types and settings', () => {
   });
 
   it('checks config against the provider when saved: an unknown setting, a header the gateway sets, a path with a query are 400 naming config', async () => {
-    for (const config of [{ region: 'eu' }, { headers: { Authorization: 'Bearer other' } }, { path: '/v1/embeddings?x=1' }, { headers: { 'X-A': 'a\r\nb' } }]) {
+    for (const config of [
+      { region: 'eu' },
+      { headers: { Authorization: 'Bearer other' } },
+      { headers: { 'Proxy-Authorization': 'x' } },
+      { headers: { Expect: '100-continue' } },
+      { path: '/v1/embeddings?x=1' },
+      { path: '/a/../../x' },
+      { path: '/a/%2E%2e/x' },
+      { headers: { 'X-A': 'a\r\nb' } },
+      { headers: { 'X-A': 'a\u0001b' } },
+      { headers: { 'X-A': 'caf\u0100' } },
+    ]) {
       const res = await channel({ type: 'openai', config });
       expect(res.status, JSON.stringify(config)).toBe(400);
       expect(res.body.message, JSON.stringify(config)).toMatch(/^config/);
@@ -78,5 +89,38 @@ describe('channel types and settings', () => {
     await client.embeddings.create({ model: 'v1-base-model', input: 'a' });
     await client.embeddings.create({ model: 'plain-base-model', input: 'b' });
     expect(up.calls.slice(before).map((c) => c.path)).toEqual(['/v1/embeddings', '/prefix/v1/embeddings']);
+  });
+
+  it('cuts the values of a channel’s extra headers out of an upstream’s message (a gateway key may be one), and keeps the word “none” of a keyless channel', async () => {
+    // Words, not shaped like a key: only the header scrub can find it.
+    const secret = 'correct horse battery staple';
+    await channel({ type: 'openai', name: 'with-secret-header', models: 'secret-header-model', config: { headers: { 'X-Gateway-Key': secret } } });
+    await channel({ type: 'openai', name: 'keyless', key: 'none', models: 'keyless-model' });
+    const client = new OpenAI({ apiKey: key, baseURL: `${t.url}/v1`, maxRetries: 0 });
+    try {
+      up.behaviour = { kind: 'status', status: 400, message: `bad header x-gateway-key=${secret}; none of the inputs were read` };
+      const err = (await client.embeddings.create({ model: 'secret-header-model', input: 'x' }).catch((e) => e)) as { status: number; message: string };
+      expect(err.status).toBe(400);
+      expect(err.message).not.toContain(secret);
+      expect(err.message).toContain('none of the inputs');
+      const keyless = (await client.embeddings.create({ model: 'keyless-model', input: 'x' }).catch((e) => e)) as { message: string };
+      expect(keyless.message).toContain('none of the inputs were read');
+    } finally {
+      up.behaviour = { kind: 'ok', reportUsage: true };
+    }
+  });
+
+  it('an answer whose data holds null is a 502 that says so, not a JavaScript error', async () => {
+    await channel({ type: 'openai', name: 'null-data', models: 'null-data-model' });
+    const client = new OpenAI({ apiKey: key, baseURL: `${t.url}/v1`, maxRetries: 0 });
+    try {
+      up.behaviour = { kind: 'raw', status: 200, body: () => '{"object":"list","data":[null]}' };
+      const err = (await client.embeddings.create({ model: 'null-data-model', input: 'x' }).catch((e) => e)) as { status: number; message: string };
+      expect(err.status).toBe(502);
+      expect(err.message).toContain('embedding 0 is not an object');
+      expect(err.message).not.toMatch(/Cannot read properties/);
+    } finally {
+      up.behaviour = { kind: 'ok', reportUsage: true };
+    }
   });
 });

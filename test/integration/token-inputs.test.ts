@@ -7,6 +7,7 @@ import OpenAI, { toFile } from 'openai';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { float32ToString } from '../../src/embeddings/float32.js';
 import { embedLocalHash } from '../../src/embeddings/local-hash.js';
+import { reportedTokens } from '../../src/embeddings/relay.js';
 import { FakeOpenAI, fakeVector, type UpstreamCall } from '../helpers/fake-openai.js';
 import { HttpClient } from '../helpers/http.js';
 import { startTestApp, type TestApp } from '../helpers/services.js';
@@ -101,7 +102,7 @@ describe('token ids as LangChain Python sends them', () => {
     expect(res.body.usage).toEqual({ prompt_tokens: count(input), total_tokens: count(input) });
   });
 
-  it('to a channel that takes only text: the fake gets the ids’ text (cl100k_base); usage is still the ids given', async () => {
+  it('to a channel that takes only text: the fake gets the ids’ text (cl100k_base); usage is the upstream’s count of that text when more (bounded as for text)', async () => {
     const texts = ['Hello world', 'naïve café — 中文 😀'];
     const input = texts.map(ids);
     const before = up.calls.length;
@@ -110,7 +111,9 @@ describe('token ids as LangChain Python sends them', () => {
     const seen = callsSince(before);
     expect(seen.map((c) => c.body.input)).toEqual([texts]);
     expect(res.body.data.map((d: { embedding: string }) => fromBase64(d.embedding))).toEqual(texts.map((x) => f32(fakeVector(x))));
-    expect(res.body.usage.prompt_tokens).toBe(count(input));
+    // The upstream said 777 for text it was sent: held to the relay's bound for that many tokens and inputs.
+    expect(res.body.usage.prompt_tokens).toBe(reportedTokens(777, count(input), input.length));
+    expect(res.body.usage.prompt_tokens).toBeGreaterThan(count(input));
   });
 
   it('to local-hash-v1: the vectors of the ids’ text, usage the ids given (not the text counted again)', async () => {
@@ -168,6 +171,8 @@ describe('bounds: 400 naming input', () => {
     ['a negative id', [[9906, -5]], 'input[0][1]', /-5 is not a cl100k_base token id/],
     ['an id that is not an integer', [[9906, 2.5]], 'input[0][1]', /2\.5 is not a cl100k_base token id/],
     ['an id past cl100k_base', [100_277], 'input[0]', /100277 is not a cl100k_base token id/],
+    // <|endoftext|> is one id but seven tokens of text once decoded: charged as one, it would be text for free.
+    ['a special token (<|endoftext|>)', [[9906, 100_257]], 'input[0][1]', /100257 is not a cl100k_base token id.*special tokens are not taken/],
     ['an empty array', [[9906], []], 'input[1]', /'input\[1\]' must not be an empty array/],
   ];
   for (const [label, input, param, message] of cases) {

@@ -4,7 +4,20 @@ import { z } from 'zod';
 import { openaiErrorMessage, join, type Provider } from './types.js';
 
 /** A header a channel may add: a token of header-name characters, not one the relay sets itself. */
-const RESERVED = new Set(['authorization', 'content-type', 'content-length', 'host', 'connection', 'transfer-encoding']);
+const RESERVED = new Set([
+  'authorization',
+  'content-type',
+  'content-length',
+  'content-encoding',
+  'host',
+  'connection',
+  'transfer-encoding',
+  'te',
+  'upgrade',
+  'keep-alive',
+  'expect',
+  'proxy-authorization',
+]);
 const headerName = z
   .string()
   .regex(/^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,100}$/, 'must be a header name')
@@ -12,7 +25,8 @@ const headerName = z
 const headerValue = z
   .string()
   .max(2_000)
-  .refine((v) => !/[\r\n\0]/.test(v), 'must be one line');
+  // What HTTP lets a header value hold (Node refuses the rest at send time): tab, printable ASCII and Latin-1.
+  .refine((v) => /^[\t\x20-\x7e\x80-\xff]*$/.test(v), 'must be one line of printable characters');
 
 export const openaiConfig = z
   .object({
@@ -21,6 +35,8 @@ export const openaiConfig = z
       .string()
       .max(300)
       .regex(/^\/[A-Za-z0-9._~!$&'()*+,;=:@%/-]*$/, 'must be a path starting with /, without a query')
+      // No dot segment, written or encoded: the path stays under the base URL's prefix.
+      .refine((v) => !v.split('/').some((seg) => /^(\.|%2e){1,2}$/i.test(seg)), 'must not have . or .. segments')
       .optional(),
     /** Headers sent with every call (e.g. an organisation id): names and values. */
     headers: z
