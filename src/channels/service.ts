@@ -37,6 +37,12 @@ function checkConfig(provider: Provider, config: Record<string, unknown>): Recor
   );
 }
 
+/** A key the provider says cannot be its own (its shape): 400 naming key, never quoting it. */
+function checkKey(provider: Provider, key: string): void {
+  const problem = provider.keyProblem?.(key);
+  if (problem) throw badRequest(`key: for ${provider.label}, ${problem.replace(/^its key /, 'the key ')}`, { param: 'key' });
+}
+
 /** A base URL given as '' (or not at all): the provider's own; one without its own needs it. */
 function baseUrlFor(provider: Provider, given: string | undefined): string {
   if (given) return given;
@@ -62,6 +68,7 @@ export async function createChannel(p: Platform, admin: AuthUser, input: z.outpu
   const provider = providerFor(input.type);
   const base_url = baseUrlFor(provider, input.base_url);
   const config = checkConfig(provider, input.config);
+  checkKey(provider, input.key);
   await vetBaseUrl(p, base_url);
   const row = await store.createChannel(p.db, p.secrets, { ...input, base_url, config }, admin.id);
   p.channels.invalidate();
@@ -85,6 +92,11 @@ export async function updateChannel(p: Platform, admin: AuthUser, input: z.outpu
     if (input.type !== undefined || input.config !== undefined)
       input = { ...input, config: checkConfig(provider, input.config ?? (JSON.parse(current.config) as Record<string, unknown>)) };
     if (input.base_url !== undefined) input = { ...input, base_url: baseUrlFor(provider, input.base_url) };
+  }
+  // A new key is checked against the channel's provider (the new type's when that changes too).
+  if (input.key) {
+    const type = input.type ?? current?.type;
+    if (type) checkKey(providerFor(type), input.key);
   }
   if (input.base_url !== undefined) {
     if (!current) throw notFound(NOT_FOUND);

@@ -315,14 +315,24 @@ describe('Bedrock channels through the gateway (the openai client as the caller)
     expect(err.message).toMatch(/Input is too long for requested model\./);
   });
 
-  it('a key not of the form ACCESS_KEY_ID|SECRET_ACCESS_KEY: the call fails saying so, without the key; nothing is sent', async () => {
-    const { id, model } = await channel(TITAN, { key: 'AKIAONLYTHEKEYID0000secretwithoutabar' });
-    const err = await failure(client.embeddings.create({ model, input: 'x' }));
-    expect(err.status).toBe(502);
-    expect(err.message).toMatch(/could not be asked: its key must be ACCESS_KEY_ID\|SECRET_ACCESS_KEY/);
-    expect(err.message).not.toContain('AKIAONLY');
+  it('a key not of the form ACCESS_KEY_ID|SECRET_ACCESS_KEY is refused when the channel is saved (400 naming key, without the key), made or changed', async () => {
+    const bad = 'AKIAONLYTHEKEYID0000secretwithoutabar';
+    const made = await t.root.post('/api/channel/', {
+      type: 'bedrock',
+      name: 'bad-key',
+      key: bad,
+      base_url: fake.url,
+      models: 'bad-key-model',
+      config: { region: 'us-east-1' },
+    });
+    expect(made.status).toBe(400);
+    expect(made.body.message).toMatch(/^key: for AWS Bedrock, the key must be ACCESS_KEY_ID\|SECRET_ACCESS_KEY/);
+    expect(made.body.message).not.toContain('AKIAONLY');
+    const { id } = await channel(TITAN);
+    const changed = await t.root.put('/api/channel/', { id, key: bad });
+    expect(changed.status).toBe(400);
+    expect(changed.body.message).not.toContain('AKIAONLY');
     expect(fake.calls).toHaveLength(0);
-    expect((await channelRow(id)).status).toBe(1);
   });
 
   it('an upstream model that is neither Titan nor Cohere: the call fails saying so, nothing is sent', async () => {

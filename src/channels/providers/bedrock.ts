@@ -79,6 +79,14 @@ export const bedrock: Provider = {
   oneApiType: null,
   label: 'AWS Bedrock',
   defaultBaseUrl: null,
+  keyProblem(key) {
+    try {
+      bedrockCredentials(key);
+      return undefined;
+    } catch (err) {
+      return (err as Error).message;
+    }
+  },
   config: bedrockConfig,
   configFields: [
     { name: 'region', label: 'AWS region', required: true, placeholder: 'us-east-1' },

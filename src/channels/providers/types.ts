@@ -58,6 +58,8 @@ export interface Provider {
   label: string;
   /** The base URL used when a channel gives none; null: a channel must give one. */
   defaultBaseUrl: string | null;
+  /** Why a key cannot be this provider's (its shape), checked when a channel is saved; never quotes the key. */
+  keyProblem?(key: string): string | undefined;
   /** The channel's `config` for this provider: checked when a channel is saved ({} when none is given). */
   config: z.ZodType<Record<string, unknown>>;
   configFields: readonly ConfigField[];
