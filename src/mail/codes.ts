@@ -733,11 +733,11 @@ const COMPOUND_TAIL_RE = new RegExp(`${COMPOUND_TAIL}$`, 'iu');
 // ワンタイム for the keyword reported (FoundCode.keyword) to be the whole word.
 const CJK_KEYWORDS = [...STRONG_CJK, ...WEAK_CJK].sort((a, b) => b.length - a.length);
 const KEYWORD_RE = new RegExp(
-  `(?<![\\p{L}\\p{N}])(?:${[...STRONG_LATIN, ...WEAK_LATIN].join('|')}|${COMPOUND}|${LEXICON_SOURCES.bounded})(?![\\p{L}\\p{N}])|${CJK_KEYWORDS.join('|')}|${LEXICON_SOURCES.unbounded}`,
+  `(?<![\\p{L}\\p{N}])(?:${[...STRONG_LATIN, ...WEAK_LATIN].join('|')}|${COMPOUND}|${LEXICON_SOURCES.bounded}|${LEXICON_SOURCES.confirm})(?![\\p{L}\\p{N}])|${CJK_KEYWORDS.join('|')}|${LEXICON_SOURCES.unbounded}`,
   'giu',
 );
 const KEYWORD_TEST = new RegExp(KEYWORD_RE.source, 'iu');
-const WEAK_RE = new RegExp(`^(?:${[...WEAK_LATIN, ...WEAK_CJK].join('|')})$`, 'iu');
+const WEAK_RE = new RegExp(`^(?:${[...WEAK_LATIN, ...WEAK_CJK].join('|')}|${LEXICON_SOURCES.confirm})$`, 'iu');
 
 // "code" that names something else: promo/postal/source/error codes and friends.
 const NOT_A_CODE_PREFIX =
@@ -1206,6 +1206,8 @@ interface LayoutSeen {
   code: string;
   ownLine: boolean;
   source: CodeFoundIn;
+  /** The lines around it (two above, two below): where a code word must be for it to count. */
+  near: string;
 }
 
 function layoutCandidates(text: string, source: CodeFoundIn): LayoutSeen[] | null {
@@ -1228,7 +1230,14 @@ function layoutCandidates(text: string, source: CodeFoundIn): LayoutSeen[] | nul
     const lineEnd = masked.indexOf('\n', c.end);
     const context = masked.slice(prevStart, lineEnd === -1 ? masked.length : lineEnd);
     if (LAYOUT_DECOY_NEAR.test(context) || PROMO_NEAR.test(context) || MEETING_NEAR.test(context)) return null;
-    out.push({ code: c.code, ownLine, source });
+    let from = lineStart;
+    for (let k = 0; k < 2 && from > 0; k++) from = masked.lastIndexOf('\n', from - 2) + 1;
+    let to = lineEnd === -1 ? masked.length : lineEnd;
+    for (let k = 0; k < 2 && to < masked.length; k++) {
+      const next = masked.indexOf('\n', to + 1);
+      to = next === -1 ? masked.length : next;
+    }
+    out.push({ code: c.code, ownLine, source, near: masked.slice(from, to) });
   }
   return out;
 }
@@ -1264,16 +1273,21 @@ function layoutCode(segments: { text: string; source: CodeFoundIn }[], html: str
   const ownLine = seen.some((s) => s.source !== 'subject' && s.ownLine);
   // Set apart: alone on a line of the body, or given in the subject (a number inside a body sentence is not).
   if (inBody && !ownLine) return null;
-  const all = segments.map((s) => s.text).join('\n');
-  const worded = mentionsCodeWord(all) || KEYWORD_TEST.test(all);
+  // A code word counts near the number (or in the subject that carries it), not anywhere in the mail.
+  const near = seen.map((s) => s.near).join('\n');
+  const worded = mentionsCodeWord(near) || KEYWORD_TEST.test(near);
+  // A validity phrase: a small number (1 to 60) followed by a word ("10 minutes", "5 perc", "10 دقیقه").
+  const valid = body.some((s) => /(?<![\d\p{L}])(?:[1-9]|[1-5]\d|60)\s?\p{L}/u.test(s.text));
   const styled = html !== null && inBody && styledInHtml(html, code);
   // A subject that opens with the number ("820531 is your code" in any language) sets it apart as a heading does.
   const subject = segments.find((s) => s.source === 'subject')?.text ?? '';
   const leads = !inBody && subject.length <= 80 && new RegExp(`^\\W{0,2}${code}(?![A-Za-z0-9])`).test(subject);
-  const signs = [styled, inSubject && inBody, worded, leads].filter(Boolean).length;
-  if (signs < 1) return null;
+  // Without a code word: a number styled apart in its own cell, or two of the weaker signs agreeing (a number
+  // repeated in the subject and the body is not enough alone: order confirmations do that too).
+  const signs = [styled, inSubject && inBody, valid, leads].filter(Boolean).length;
+  if (!worded && !styled && signs < 2) return null;
   const source = inBody ? (seen.find((s) => s.source !== 'subject' && s.ownLine)?.source ?? 'text') : 'subject';
-  return { code, score: Math.round(((MIN_SCORE + 10 * signs) / MAX_SCORE) * 1000) / 1000, source, keyword: '' };
+  return { code, score: Math.round(((MIN_SCORE + 10 * (signs + (worded ? 1 : 0))) / MAX_SCORE) * 1000) / 1000, source, keyword: '' };
 }
 
 /** The most likely verification code in a message, or null. Runs to the end in one go: for tests and tools. */

@@ -71,9 +71,10 @@ describe('extractCode beyond the keyword tables', () => {
       // "kod" as the South Slavic preposition next to a parcel number
       { subject: 'Obavijest', text: 'Vaša pošiljka 40391827 čeka kod kurira.' },
       { subject: 'Obavijest', text: 'Preuzmite paket kod nas: 40391827' },
-      // an order number alone in a styled cell
-      { subject: 'Užsakymas', html: styledCell('558210').replace('Sláðu inn þessa tölu til að halda áfram:', 'Jūsų užsakymo numeris:') },
-      // a number that is one of several in a short mail
+      // an order number alone in a styled cell, under a sentence naming the order
+      { subject: 'Užsakymas', html: styledCell('558210').replace('Sláðu inn þessa tölu til að halda áfram:', 'Ačiū, jūsų užsakymas priimtas:') },
+      // a styled number that is one of several numbers in a short mail
+      { subject: 'Fréttabréf', html: styledCell('4821').replace('Takk.', 'Við eigum 3500 nýja hluti og 1200 tilboð.') },
       { subject: 'Fréttabréf', text: 'Opnunartímar breytast.\n\n4200\n\nVið eigum 3500 nýja hluti og 1200 tilboð.' },
       // a number inside a sentence, no code word anywhere
       { subject: 'Habari', text: 'Tuna wateja 482913 katika nchi zote. Asante kwa kuwa nasi.' },
