@@ -43,9 +43,10 @@ const since = (up: FakeGemini, n: number) => up.calls.slice(n);
 
 describe('the fake Gemini API, checked with @google/genai', () => {
   it('answers the SDK’s embedContent (batchEmbedContents, x-goog-api-key, taskType, outputDimensionality) with the vectors it makes', async () => {
-    // v1beta, as the adapter calls it by default; the SDK's own default is v1 (a channel's api_version "v1").
+    // v1beta, as the adapter calls it by default, and v1 (a channel's api_version "v1"); the SDK's own default has
+    // been each of them in turn, so both are named.
     const ai = new GoogleGenAI({ apiKey: gm.key, httpOptions: { baseUrl: gm.url, apiVersion: 'v1beta' } });
-    const sdkDefault = new GoogleGenAI({ apiKey: gm.key, httpOptions: { baseUrl: gm.url } });
+    const sdkDefault = new GoogleGenAI({ apiKey: gm.key, httpOptions: { baseUrl: gm.url, apiVersion: 'v1' } });
     const before = gm.calls.length;
     const res = await ai.models.embedContent({ model: 'gemini-embedding-001', contents: ['first text', 'second'] });
     expect(res.embeddings?.map((e) => e.values)).toEqual([fakeVector('first text'), fakeVector('second')]);
