@@ -1,6 +1,7 @@
 // The one-api log API over HTTP: /api/log/* listings, filters, search, stat, delete, /api/user/dashboard and /api/status,
 // and who sees which rows (a common user only theirs; an admin never root's or another admin's). Rows are seeded
 // through the logs store into a window of yesterday, so the rows the app writes itself (user creation) stay out of it.
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { insertLogs } from '../../src/logs/store.js';
 import { DAY_SECONDS, dayStart } from '../../src/logs/partitions.js';
@@ -249,6 +250,24 @@ describe('search', () => {
     expect(await kw(t.root, 'private')).toEqual(['seed root m1 private']);
     expect((await users.bob!.client.get('/api/log/search?keyword=x')).status).toBe(403);
   });
+
+  it('a search that runs past 5 s is refused (400 search_too_broad), here one waiting on a lock of the log table', async () => {
+    const db = new pg.Client({ connectionString: t.testEnv.dbUrl });
+    await db.connect();
+    try {
+      // statement_timeout counts the time a statement waits for a lock: the search cannot finish in 5 s.
+      await db.query('begin');
+      await db.query('lock table logs in access exclusive mode');
+      const started = Date.now();
+      const res = await users.alice!.client.get(`/api/log/self/search?keyword=seed&${inWindow}`);
+      expect(res.status, res.text).toBe(400);
+      expect(res.body.message).toMatch(/ran past 5 s/);
+      expect(Date.now() - started).toBeGreaterThanOrEqual(4_900);
+    } finally {
+      await db.query('rollback').catch(() => {});
+      await db.end();
+    }
+  }, 30_000);
 
   it('refuses a keyword over 100 characters', async () => {
     const res = await users.alice!.client.get(`/api/log/self/search?keyword=${'k'.repeat(101)}`);
