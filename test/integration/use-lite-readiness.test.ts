@@ -29,7 +29,7 @@ describe('a use-lite worker killed with SIGKILL', () => {
     worker = undefined;
     // Dead, it can neither beat nor withdraw: its entry stays as it last wrote it.
     const key = useLiteReadyKey(t.platform);
-    const [member, score] = (await t.platform.redis.zrange(key, 0, 0, 'WITHSCORES')) as [string, string];
+    const [member, score] = (await t.platform.redis.zrange(key, '0', '0', 'WITHSCORES')) as [string, string];
     expect(await useLite()).toBe('loaded by 1 worker process');
     // A second short of 30 s old: still counted.
     await t.platform.redis.zadd(key, 'XX', String(Date.now() - READY_FOR_MS + 1_000), member);
