@@ -13,16 +13,19 @@ const mail = (kb: number) => ({
 });
 const { text, html } = mail(5 * 1024);
 
-/** Median milliseconds of 7 scans (after one that warms the JIT), each finding the code. */
-function medianScan(m: ReturnType<typeof mail>): number {
-  const times: number[] = [];
+/** Median milliseconds of 7 scans of each mail (after one of each that warms the JIT), taken in turns, so that a
+ * stretch of load on the machine falls on both and not on one; each scan finds the code. */
+function medianScans(a: ReturnType<typeof mail>, b: ReturnType<typeof mail>): [number, number] {
+  const times: [number[], number[]] = [[], []];
   for (let i = 0; i < 8; i++) {
-    const started = performance.now();
-    const found = extractCode(m);
-    if (i > 0) times.push(performance.now() - started);
-    expect(found?.code).toBe('482913');
+    for (const [k, m] of [a, b].entries()) {
+      const started = performance.now();
+      const found = extractCode(m);
+      if (i > 0) times[k]!.push(performance.now() - started);
+      expect(found?.code).toBe('482913');
+    }
   }
-  return times.sort((a, b) => a - b)[3]!;
+  return [times[0].sort((x, y) => x - y)[3]!, times[1].sort((x, y) => x - y)[3]!];
 }
 
 // Timed against the scan of a mail the size of what the scanner reads, in the same run, not against a fixed number
@@ -30,8 +33,7 @@ function medianScan(m: ReturnType<typeof mail>): number {
 describe('scanning a 5 MB keyword-dense mail', () => {
   it('costs no more than scanning the part the scanner reads (64 KB of text, 256 KB of HTML): the rest is never looked at', () => {
     expect(text.length).toBeGreaterThan(5_000_000);
-    const capped = medianScan(mail(MAX_SCANNED_TEXT / 1024));
-    const whole = medianScan({ subject: 'Your code', text, html });
+    const [capped, whole] = medianScans(mail(MAX_SCANNED_TEXT / 1024), { subject: 'Your code', text, html });
     expect(whole / capped, `median ms: the read part ${capped.toFixed(1)}, 5 MB ${whole.toFixed(1)}`).toBeLessThan(1.5);
   });
 
