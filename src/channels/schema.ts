@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { idParam } from '../accounts/schema.js';
 import { parse, rowId } from '../validate.js';
 import { PROVIDERS, providerOf } from './providers/registry.js';
+import { GROUP_NAME } from '../groups.js';
 
 export const CHANNEL_STATUS = { enabled: 1, disabled: 2, autoDisabled: 3 } as const;
 export const DEFAULT_OPENAI_BASE_URL = 'https://api.openai.com';
@@ -48,19 +49,33 @@ const modelList = z
     return list.join(',');
   });
 
+/**
+ * An object given as itself or as its JSON ('' is {}): the parsed object, or an issue saying `what` it must be. What
+ * one-api clients send for a channel's JSON fields (model_mapping, config).
+ */
+function objectOrJson(v: unknown, ctx: z.RefinementCtx, what: string): Record<string, unknown> | typeof z.NEVER {
+  let obj: unknown = v;
+  if (typeof v === 'string') {
+    try {
+      obj = v.trim() === '' ? {} : JSON.parse(v);
+    } catch {
+      ctx.addIssue({ code: 'custom', message: `must be a JSON object ${what}` });
+      return z.NEVER;
+    }
+  }
+  if (typeof obj !== 'object' || obj === null || Array.isArray(obj)) {
+    ctx.addIssue({ code: 'custom', message: `must be an object ${what}` });
+    return z.NEVER;
+  }
+  return obj as Record<string, unknown>;
+}
+
 const mapping = z
   .union([z.string().max(20_000), z.record(z.string(), z.string())], { error: 'must be an object of model name to upstream model name' })
   .transform((v, ctx) => {
-    let obj: unknown = v;
-    if (typeof v === 'string') {
-      try {
-        obj = v.trim() === '' ? {} : JSON.parse(v);
-      } catch {
-        ctx.addIssue({ code: 'custom', message: 'must be a JSON object of model name to upstream model name' });
-        return z.NEVER;
-      }
-    }
-    if (typeof obj !== 'object' || obj === null || Array.isArray(obj) || Object.values(obj).some((x) => typeof x !== 'string' || x === '')) {
+    const obj = objectOrJson(v, ctx, 'of model name to upstream model name');
+    if (obj === z.NEVER) return z.NEVER;
+    if (Object.values(obj).some((x) => typeof x !== 'string' || x === '')) {
       ctx.addIssue({ code: 'custom', message: 'must be an object of model name to upstream model name' });
       return z.NEVER;
     }
@@ -84,24 +99,13 @@ const channelType = z.union([z.string(), z.number()], { error: `must be one of $
 const channelConfig = z
   .union([z.string().max(20_000), z.record(z.string(), z.unknown())], { error: 'must be an object of the provider’s settings' })
   .transform((v, ctx) => {
-    let obj: unknown = v;
-    if (typeof v === 'string') {
-      try {
-        obj = v.trim() === '' ? {} : JSON.parse(v);
-      } catch {
-        ctx.addIssue({ code: 'custom', message: 'must be a JSON object of the provider’s settings' });
-        return z.NEVER;
-      }
-    }
-    if (typeof obj !== 'object' || obj === null || Array.isArray(obj)) {
-      ctx.addIssue({ code: 'custom', message: 'must be an object of the provider’s settings' });
-      return z.NEVER;
-    }
+    const obj = objectOrJson(v, ctx, 'of the provider’s settings');
+    if (obj === z.NEVER) return z.NEVER;
     if (JSON.stringify(obj).length > 20_000) {
       ctx.addIssue({ code: 'custom', message: 'must be at most 20,000 characters as JSON' });
       return z.NEVER;
     }
-    return obj as Record<string, unknown>;
+    return obj;
   });
 
 /** The user groups a channel serves (one-api's `group`): comma-separated names. */
@@ -117,7 +121,7 @@ const groupList = z
           .filter(Boolean),
       ),
     ];
-    if (list.length === 0 || list.some((g) => !/^[\p{L}\p{N}_.-]{1,64}$/u.test(g))) {
+    if (list.length === 0 || list.some((g) => !GROUP_NAME.test(g))) {
       ctx.addIssue({ code: 'custom', message: 'must name at least one group (letters, digits, _ . -; at most 64 each)' });
       return z.NEVER;
     }

@@ -10,7 +10,7 @@ import { redact } from '../logs/entries.js';
 import { scrubSecret } from '../secrets.js';
 import { OutboundRefusedError, type OutboundPolicy, outboundPolicy, policyRequest } from '../outbound.js';
 import { providerFor } from '../channels/providers/registry.js';
-import { type EmbedCall, forModel, openaiErrorMessage, type Provider, type ReadAnswer } from '../channels/providers/types.js';
+import { type EmbedCall, forModel, isNoKey, openaiErrorMessage, type Provider, type ReadAnswer } from '../channels/providers/types.js';
 
 export interface RelayResult {
   /** float32 little-endian, one per input, bit for bit as the upstream sent them. */
@@ -323,7 +323,7 @@ const channelKey = (ch: ChannelEntry) => `${ch.id} ${ch.baseUrl}`;
  * use), and the values of extra headers its config sends (an operator may put a gateway's key there).
  */
 function scrubChannelSecrets(message: string, key: string, config: Record<string, unknown>): string {
-  let out = key.trim().toLowerCase() === 'none' ? message : scrubSecret(message, key);
+  let out = isNoKey(key) ? message : scrubSecret(message, key);
   const headers = config.headers;
   if (typeof headers === 'object' && headers !== null)
     for (const v of Object.values(headers)) if (typeof v === 'string' && v.length >= 8) out = scrubSecret(out, v);

@@ -4,6 +4,8 @@
 // quota and the batch work. Adding a provider: one file here, one line in registry.ts, its fake in test/helpers.
 import type { z } from 'zod';
 
+export { isNoKey } from './no-key.js';
+
 /** One upstream call, as the relay asks it of a channel. */
 export interface EmbedCall {
   /** The model as the upstream names it (the channel's model_mapping applied). */
