@@ -4,6 +4,7 @@ import { queueNames } from '../../src/config.js';
 import { AppError } from '../../src/errors.js';
 import { contentBatch } from '../../src/content/jobs.js';
 import { jobKinds } from '../../src/job-kinds.js';
+import { redisKeys } from '../../src/redis.js';
 import { startWorkers } from '../../workers/index.js';
 import { HttpClient } from '../helpers/http.js';
 import { ROOT_PASSWORD, startTestApp, type TestApp } from '../helpers/services.js';
@@ -199,7 +200,7 @@ describe('failures and retries', () => {
     expect(calls).toBe(1);
   });
 
-  it('a transient failure is retried until it succeeds, with exponential backoff: retry n waits at least ½ × JOB_BACKOFF_MS × 2^(n-1)', async () => {
+  it('a transient failure is retried until it succeeds, with exponential backoff: retry n waits ½ to 1 × JOB_BACKOFF_MS × 2^(n-1)', async () => {
     calls = 0;
     startedAt = [];
     const res = await t.root.post('/api/content/batch', [{ mode: 'flaky' }], { prefer: 'respond-async' });
@@ -213,6 +214,22 @@ describe('failures and retries', () => {
     const gaps = startedAt.slice(1).map((at, i) => at - startedAt[i]!);
     const floors = [0.5, 1, 2].map((f) => f * BACKOFF_MS - 5);
     gaps.forEach((gap, i) => expect(gap, `gaps ${gaps.join(', ')} ms`).toBeGreaterThanOrEqual(floors[i]!));
+    // From above, where load cannot blur it: each retry's delay as it was scheduled. The queue's event stream has a
+    // 'delayed' event per retry, written by the same script that scheduled it: its entry id is the moment (ms), its
+    // `delay` field the moment it is due. A constant backoff, or one longer than its ceiling, fails here.
+    const jobId = String(res.body.statusUrl).split('/').pop()!;
+    const stream = `${redisKeys(t.config).queuePrefix('content')}:content:events`;
+    const entries = await t.platform.redis.xrange(stream, '-', '+');
+    const delays = entries
+      .map(([id, fields]) => ({ at: Number(id.split('-')[0]), f: Object.fromEntries(fields.flatMap((v, i, a) => (i % 2 ? [] : [[v, a[i + 1]]]))) }))
+      .filter((e) => e.f.event === 'delayed' && e.f.jobId === jobId)
+      .map((e) => Number(e.f.delay) - e.at);
+    expect(delays).toHaveLength(3);
+    delays.forEach((d, i) => {
+      const full = BACKOFF_MS * 2 ** i;
+      expect(d, `scheduled delays ${delays.join(', ')} ms`).toBeGreaterThanOrEqual(full / 2 - 5);
+      expect(d, `scheduled delays ${delays.join(', ')} ms`).toBeLessThanOrEqual(full + 5);
+    });
   });
 
   it('a failed job reports its error in the status', async () => {
