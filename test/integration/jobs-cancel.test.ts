@@ -9,6 +9,7 @@ import { startDovecot, type DovecotServer } from '../helpers/dovecot.js';
 import { HttpClient } from '../helpers/http.js';
 import { addPasswordAccount } from '../helpers/mail-accounts.js';
 import { startTestApp, type TestApp } from '../helpers/services.js';
+import { slowImap } from '../helpers/slow-imap.js';
 import { type SmtpTestServer, startSmtp } from '../helpers/smtp.js';
 import { spawnEntry, type Spawned } from '../helpers/spawn.js';
 import { until } from '../helpers/until.js';
@@ -21,21 +22,6 @@ let carol: HttpClient;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** An IMAP server that greets and then never answers a command: a fetch against it stays active until cut. */
-async function slowImap() {
-  const sockets: { closed: boolean }[] = [];
-  const server = net.createServer((s) => {
-    const entry = { closed: false };
-    sockets.push(entry);
-    s.write('* OK IMAP4rev1 slow server ready\r\n');
-    s.on('error', () => {});
-    s.on('close', () => {
-      entry.closed = true;
-    });
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  return { port: (server.address() as net.AddressInfo).port, sockets, close: () => server.close() };
-}
-
 async function user(name: string): Promise<HttpClient> {
   await t.root.post('/api/user/', { username: name, password: `${name}-password` });
   const c = new HttpClient(t.url);
