@@ -67,6 +67,8 @@ const envSchema = z.object({
   ROOT_PASSWORD: optionalString.pipe(z.string().min(8, 'must be at least 8 characters').max(128).optional()),
   SECRET_KEY: optionalString.pipe(z.string().min(32, 'must be at least 32 characters').optional()),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  /** json lines, pretty lines (pino-pretty), or auto: pretty when stdout is a terminal. */
+  LOG_FORMAT: z.enum(['auto', 'json', 'pretty']).default('auto'),
   SYNC_WAIT_MS: int(30_000, 0, 600_000),
   /** How long an Idempotency-Key's answer is kept (replayed to the same request with the same key). */
   IDEMPOTENCY_TTL_SECONDS: int(86_400, 60, 30 * 86_400),

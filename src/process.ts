@@ -33,7 +33,7 @@ export async function runProcess(
   start: (p: Platform) => Promise<Running>,
 ): Promise<void> {
   const config = loadConfigOrExit();
-  const log = createLogger(config.LOG_LEVEL, name);
+  const log = createLogger(config.LOG_LEVEL, name, config.LOG_FORMAT);
   // Catch SIGTERM/SIGINT from the first moment: one that arrives while starting up is honoured
   // as soon as start-up finishes, instead of killing the process half-started.
   let signalled: string | undefined;

@@ -193,7 +193,8 @@ async function dispatch(
 }
 
 async function runJob(p: Platform, def: JobKind, job: Job<JobEnvelope>, signal?: AbortSignal, token?: string): Promise<unknown> {
-  const log = p.log.child({ jobId: job.id, job: job.name, attempt: job.attemptsMade + 1 });
+  // The request that made the job, too: one id to follow from the API's lines to the worker's.
+  const log = p.log.child({ jobId: job.id, reqId: job.data.requestId, job: job.name, attempt: job.attemptsMade + 1 });
   let payload: unknown;
   try {
     payload = await loadPayload(p.db, p.secrets, job.data);
@@ -223,6 +224,7 @@ async function runJob(p: Platform, def: JobKind, job: Job<JobEnvelope>, signal?:
     const stored = json !== undefined && (def.resultIn === 'postgres' || (json.length > limit / 3 && Buffer.byteLength(json) > limit));
     if (stored) await storeResult(p.db, job.id!, json, resultTtlSeconds(p, job));
     recordJob(job.queueName, job.name, seconds(), 'completed', true);
+    log.debug({ ms: Math.round(seconds() * 1e5) / 100 }, 'job completed');
     // Before BullMQ records the end: a worker killed in between runs the job again, and it is announced again.
     await announceJobEnd(p, jobEnd(job, 'completed', replyTo ? { delivered: true } : (result ?? null), null));
     if (!replyTo) return stored ? ({ resultRef: job.id! } satisfies ResultRef) : result;
