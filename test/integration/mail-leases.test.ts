@@ -69,7 +69,7 @@ describe(`mail leases (JOB_LOCK_MS ${LEASE_MS})`, () => {
     // (The third job looks in now and then, and goes back to wait: it may read 'active' for a moment; its sessions tell.)
     // The slots as Redis holds them: the holder's and the waiter's, each leased into the future.
     const erinId = (await erin.get('/api/user/self')).body.data.id as number;
-    const slots = await t.platform.redis.zrange(t.platform.keys.of('owner-slots', `mail:${erinId}`), 0, -1, 'WITHSCORES');
+    const slots = await t.platform.redis.zrange(t.platform.keys.of('owner-slots', `mail:${erinId}`), '0', '-1', 'WITHSCORES');
     const now = Date.now();
     expect(slots.filter((_, i) => i % 2 === 0).sort()).toEqual([holder, sameMailbox].sort());
     for (let i = 1; i < slots.length; i += 2) expect(Number(slots[i])).toBeGreaterThan(now);
