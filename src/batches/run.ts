@@ -152,86 +152,106 @@ async function validate(p: Platform, b: BatchRow): Promise<BatchRow> {
     chunkLines++;
     chunkFloats += floats;
   };
-  let requests: { batch_id: string; line: number; custom_id: string; request: string }[] = [];
+  let requests: { line: number; custom_id: string; request: string }[] = [];
   let results: { batch_id: string; line: number; ok: boolean; output: string }[] = [];
+  // Rows are written while the next lines are checked: one write in flight at a time, its error surfacing at the next.
+  let writing: Promise<void> = Promise.resolve();
   const flush = async () => {
-    await store.addRequests(p.db, requests);
-    await store.addResults(p.db, results);
+    const [rq, rs] = [requests, results];
     requests = [];
     results = [];
+    await writing;
+    writing = store.addRequests(p.db, b.id, rq).then(() => store.addResults(p.db, rs).then(() => undefined));
+    writing.catch(() => undefined);
   };
+  // Nothing may be written after the lines are cleared for a failure (or after an error is thrown for a run again).
+  const settled = () =>
+    writing.then(
+      () => undefined,
+      () => undefined,
+    );
   const problem = (code: string, message: string, n: number, param: string | null = null) => errors.push({ code, message, param, line: n });
 
   const read = { bytes: 0 };
-  for await (const l of linesOf(p, file.id, read)) {
-    if (errors.length >= MAX_REPORTED_ERRORS) break;
-    if ('tooLong' in l) {
-      problem('line_too_long', `Line ${l.n} is longer than ${MAX_LINE_BYTES} bytes.`, l.n);
-      continue;
-    }
-    if (l.text.trim() === '') continue;
-    if (line >= p.config.BATCH_MAX_REQUESTS) {
-      problem('too_many_requests', `The input file has more than ${p.config.BATCH_MAX_REQUESTS} requests, the most one batch may have.`, l.n);
-      break;
-    }
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(l.text);
-    } catch {
-      problem('invalid_json_line', `Line ${l.n} is not valid JSON.`, l.n);
-      continue;
-    }
-    const o = (typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed) ? parsed : {}) as Record<string, unknown>;
-    if (typeof o.custom_id !== 'string' || o.custom_id === '') {
-      problem('missing_required_parameter', `Line ${l.n} has no custom_id (a non-empty string).`, l.n, 'custom_id');
-      continue;
-    }
-    // (Postgres keeps no NUL in text: such an id would fail every write of the batch.)
-    if (o.custom_id.length > 512 || o.custom_id.includes('\0'))
-      problem('invalid_value', `Line ${l.n}: custom_id must be at most 512 characters, without NUL.`, l.n, 'custom_id');
-    else if (seen.has(o.custom_id))
-      problem('duplicate_custom_id', `Line ${l.n}: its custom_id is used by an earlier line; each must be unique.`, l.n, 'custom_id');
-    if (o.method !== 'POST') problem('invalid_value', `Line ${l.n}: method must be 'POST'.`, l.n, 'method');
-    if (o.url !== b.endpoint) problem('invalid_value', `Line ${l.n}: url must be the batch's endpoint '${b.endpoint}'.`, l.n, 'url');
-    if (typeof o.body !== 'object' || o.body === null || Array.isArray(o.body)) {
-      problem('missing_required_parameter', `Line ${l.n} has no body (the request's JSON object).`, l.n, 'body');
-      continue;
-    }
-    const lineModel = (o.body as Record<string, unknown>).model;
-    if (typeof lineModel === 'string' && lineModel.length <= 200 && !lineModel.includes('\0')) {
-      model ??= lineModel;
-      if (lineModel !== model) problem('mismatched_model', `Line ${l.n}: every line of a batch must use the same model as its first line.`, l.n, 'body.model');
-    }
-    seen.add(o.custom_id);
-    if (errors.length) continue;
-    try {
-      const { floats, ...req } = await checkBatchBody(p, who.caller, o.body);
-      inputs += req.inputs.length;
-      if (inputs > p.config.BATCH_MAX_INPUTS) {
-        problem('too_many_inputs', `The input file has more than ${p.config.BATCH_MAX_INPUTS} embedding inputs in all, the most one batch may have.`, l.n);
+  try {
+    for await (const l of linesOf(p, file.id, read)) {
+      if (errors.length >= MAX_REPORTED_ERRORS) break;
+      if ('tooLong' in l) {
+        problem('line_too_long', `Line ${l.n} is longer than ${MAX_LINE_BYTES} bytes.`, l.n);
+        continue;
+      }
+      if (l.text.trim() === '') continue;
+      if (line >= p.config.BATCH_MAX_REQUESTS) {
+        problem('too_many_requests', `The input file has more than ${p.config.BATCH_MAX_REQUESTS} requests, the most one batch may have.`, l.n);
         break;
       }
-      place(floats);
-      requests.push({ batch_id: b.id, line, custom_id: o.custom_id, request: p.secrets.encrypt(JSON.stringify(req)) });
-    } catch (raw) {
-      // The line's own request is refused (as /v1/embeddings would answer it): it goes to the error file, the rest run.
-      const err = toAppError(raw);
-      if (err.status >= 500) throw raw;
-      place(0);
-      requests.push({ batch_id: b.id, line, custom_id: o.custom_id, request: '' });
-      results.push({ batch_id: b.id, line, ok: false, output: failedLine(b.id, line, o.custom_id, err) });
-      prefailed++;
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(l.text);
+      } catch {
+        problem('invalid_json_line', `Line ${l.n} is not valid JSON.`, l.n);
+        continue;
+      }
+      const o = (typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed) ? parsed : {}) as Record<string, unknown>;
+      if (typeof o.custom_id !== 'string' || o.custom_id === '') {
+        problem('missing_required_parameter', `Line ${l.n} has no custom_id (a non-empty string).`, l.n, 'custom_id');
+        continue;
+      }
+      // (Postgres keeps no NUL in text: such an id would fail every write of the batch.)
+      if (o.custom_id.length > 512 || o.custom_id.includes('\0'))
+        problem('invalid_value', `Line ${l.n}: custom_id must be at most 512 characters, without NUL.`, l.n, 'custom_id');
+      else if (seen.has(o.custom_id))
+        problem('duplicate_custom_id', `Line ${l.n}: its custom_id is used by an earlier line; each must be unique.`, l.n, 'custom_id');
+      if (o.method !== 'POST') problem('invalid_value', `Line ${l.n}: method must be 'POST'.`, l.n, 'method');
+      if (o.url !== b.endpoint) problem('invalid_value', `Line ${l.n}: url must be the batch's endpoint '${b.endpoint}'.`, l.n, 'url');
+      if (typeof o.body !== 'object' || o.body === null || Array.isArray(o.body)) {
+        problem('missing_required_parameter', `Line ${l.n} has no body (the request's JSON object).`, l.n, 'body');
+        continue;
+      }
+      const lineModel = (o.body as Record<string, unknown>).model;
+      if (typeof lineModel === 'string' && lineModel.length <= 200 && !lineModel.includes('\0')) {
+        model ??= lineModel;
+        if (lineModel !== model)
+          problem('mismatched_model', `Line ${l.n}: every line of a batch must use the same model as its first line.`, l.n, 'body.model');
+      }
+      seen.add(o.custom_id);
+      if (errors.length) continue;
+      try {
+        const { floats, ...req } = await checkBatchBody(p, who.caller, o.body);
+        inputs += req.inputs.length;
+        if (inputs > p.config.BATCH_MAX_INPUTS) {
+          problem('too_many_inputs', `The input file has more than ${p.config.BATCH_MAX_INPUTS} embedding inputs in all, the most one batch may have.`, l.n);
+          break;
+        }
+        place(floats);
+        requests.push({ line, custom_id: o.custom_id, request: p.secrets.encrypt(JSON.stringify(req)) });
+      } catch (raw) {
+        // The line's own request is refused (as /v1/embeddings would answer it): it goes to the error file, the rest run.
+        const err = toAppError(raw);
+        if (err.status >= 500) throw raw;
+        place(0);
+        requests.push({ line, custom_id: o.custom_id, request: '' });
+        results.push({ batch_id: b.id, line, ok: false, output: failedLine(b.id, line, o.custom_id, err) });
+        prefailed++;
+      }
+      line++;
+      if (requests.length >= INSERT_ROWS) await flush();
     }
-    line++;
-    if (requests.length >= INSERT_ROWS) await flush();
+  } catch (err) {
+    await settled();
+    throw err;
   }
   // Fewer bytes than the file has: it was deleted (or cut) while it was read; what was read is not the batch.
   if (!errors.length && read.bytes < Number(file.bytes)) {
     errors.push({ code: 'invalid_file', message: 'The input file was deleted while it was being checked.', param: 'input_file_id', line: null });
   }
   if (!errors.length && line === 0) problem('empty_file', 'The input file has no requests.', 1);
-  if (errors.length) return fail(p, b, errors);
+  if (errors.length) {
+    await settled();
+    return fail(p, b, errors);
+  }
   await flush();
+  await writing;
   const counted = { total: line, failed: prefailed, chunks: chunkStarts.length, chunk_starts: JSON.stringify(chunkStarts), model };
   const moved = await store.moveBatch(p.db, b.id, ['validating'], 'in_progress', counted);
   if (moved) return moved;

@@ -277,8 +277,14 @@ export async function updateBatch(db: Db, id: string, from: readonly BatchStatus
 }
 
 /** A batch's checked requests, inserted (again: a validation that is run again after a crash writes the same rows). */
-export async function addRequests(db: Db, rows: { batch_id: string; line: number; custom_id: string; request: string }[]): Promise<void> {
-  if (rows.length) await db('batch_requests').insert(rows).onConflict(['batch_id', 'line']).ignore();
+export async function addRequests(db: Db, batchId: string, rows: { line: number; custom_id: string; request: string }[]): Promise<void> {
+  if (!rows.length) return;
+  // The rows as three arrays: four bound values in all, not four per row (quicker to build, send and plan).
+  await db.raw(
+    `insert into batch_requests (batch_id, line, custom_id, request)
+     select ?, * from unnest(?::int[], ?::text[], ?::text[]) on conflict (batch_id, line) do nothing`,
+    [batchId, rows.map((r) => r.line), rows.map((r) => r.custom_id), rows.map((r) => r.request)],
+  );
 }
 
 /** Lines a failed check answered at once (their outcome is written now, in the error file later). */
