@@ -71,6 +71,9 @@ describe('an API process killed (SIGKILL) during a stream of priced calls', () =
     // The sweep below must be the one that gives the cut-off calls' reservations back: this process's own 30 s sweep
     // could take them first (a race the count below would lose), so it is stopped here.
     t.platform.ledger.stopSweeping();
+    // The upstream takes 300 ms to answer, so each upstream stream has a call between its reservation and its
+    // settlement almost all the time: the kill leaves reservations held, and the sweep half below has work to prove.
+    up.behaviour = { kind: 'ok', reportUsage: true, delayMs: 300 };
     // Reservations expire after max(QUOTA_RESERVATION_TTL_MS, SYNC_WAIT_MS + 5 s): 8 s here.
     child = await spawnServer(['api'], { ...t.testEnv.env, SYNC_WAIT_MS: '3000', QUOTA_RESERVATION_TTL_MS: '1000' });
     const api = child;
@@ -99,6 +102,7 @@ describe('an API process killed (SIGKILL) during a stream of priced calls', () =
     expect(ok).toBeGreaterThanOrEqual(60);
     expect(await api.stop('SIGKILL')).toEqual({ code: null, signal: 'SIGKILL' });
     await Promise.all(streams);
+    up.behaviour = { kind: 'ok', reportUsage: true };
     expect(failed).toBeGreaterThan(0);
     // Postgres ends the dead process's sessions (and rolls back what they had open) once their sockets close.
     await new Promise((r) => setTimeout(r, 1_000));
@@ -116,6 +120,7 @@ describe('an API process killed (SIGKILL) during a stream of priced calls', () =
 
     // The calls the kill cut off between their reservation and its settlement left quota held, with no row yet.
     const held = await t.platform.db('quota_reservations').whereIn('user_id', ids).select('user_id', 'amount');
+    expect(held.length, 'calls the kill cut off while they held a reservation').toBeGreaterThan(0);
     after.forEach((a, i) => {
       const heldForUser = held.filter((r) => r.user_id === a.id).reduce((n, r) => n + Number(r.amount), 0);
       expect(before[i]!.quota - a.quota, `user ${a.id}: quota taken = consume rows + reservations held`).toBe(a.logged - before[i]!.logged + heldForUser);
