@@ -98,12 +98,13 @@ const one = endpoint(
     path: '/api/content/:id',
     summary: 'One item',
     auth: 'user',
-    responses: { 200: ok('the item', s.itemView), 404: ok('Content not found', plainError) },
+    responses: { 200: ok('the item, and whether the caller may delete it', s.itemForCallerView), 404: ok('Content not found', plainError) },
   },
-  async (ctx, { p, path }) => {
+  async (ctx, { p, path, principal }) => {
     const row = s.UUID_RE.test(path.id) ? await failingWith(ctx, 'Failed to fetch content', () => store.getItem(p.db, path.id)) : undefined;
     if (!row) throw notFound(s.NOT_FOUND);
-    return s.publicItem(row);
+    const canDelete = await failingWith(ctx, 'Failed to fetch content', () => store.mayDelete(p.db, row.id, store.callerOf(principal.user)));
+    return { ...s.publicItem(row), canDelete };
   },
 );
 

@@ -123,6 +123,13 @@ async function refusingBadValues<T>(query: PromiseLike<T>): Promise<T> {
 
 export const getItem = (db: Db, id: string) => db<ContentRow>('content_items').where({ id }).first();
 
+/** Whether the caller may replace or delete the item `id` (see mayChange): what the item's page offers them. */
+export async function mayDelete(db: Db, id: string, caller: Caller): Promise<boolean> {
+  const allowed = mayChange(db, caller);
+  if (!allowed) return true;
+  return !!(await db('content_items').where({ id }).where(allowed).first('id'));
+}
+
 /** 'forbidden': the item exists but is not the caller's to delete (see mayChange). */
 export async function deleteItem(db: Db, id: string, caller: Caller): Promise<'deleted' | 'missing' | 'forbidden'> {
   const allowed = mayChange(db, caller);

@@ -31,7 +31,9 @@ export type LogStat = Answer<'/api/log/stat', 'get'>['data'];
 export type DashboardRow = Answer<'/api/user/dashboard', 'get'>['data'][number];
 export type Status = Answer<'/api/status', 'get'>['data'];
 
-export type ContentItem = Answer<'/api/content/{id}', 'get'>;
+/** An item as listed; one read alone (its page) also says whether the caller may delete it. */
+export type ContentItemForCaller = Answer<'/api/content/{id}', 'get'>;
+export type ContentItem = Omit<ContentItemForCaller, 'canDelete'>;
 export type ContentStats = Answer<'/api/stats', 'get'>;
 
 export type MailAccount = Answer<'/api/mail/accounts', 'get'>[number];

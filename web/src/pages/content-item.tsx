@@ -1,15 +1,14 @@
-// One content item: every field, the full text, and delete (its creator or an admin).
+// One content item: every field, the full text, and delete (for those who may: the server says so in canDelete).
 import { del, get } from '../api';
 import { fmtDate, fmtNumber } from '../format';
 import { t } from '../i18n';
 import { navigate, onLinkClick } from '../router';
-import type { PageProps } from '../types';
-import type { ContentItem } from '../types';
+import type { ContentItemForCaller, PageProps } from '../types';
 import { askDelete, ErrorNote, Facts, Loading, Page, toast, useAction, useAsync } from '../ui';
 
 export default function ContentItemPage(props: PageProps) {
   const id = props.params.id!;
-  const item = useAsync(() => get<ContentItem>(`/api/content/${encodeURIComponent(id)}`), [id]);
+  const item = useAsync(() => get<ContentItemForCaller>(`/api/content/${encodeURIComponent(id)}`), [id]);
   const action = useAction();
   const remove = () =>
     action.runIfConfirmed(askDelete(t('content.deleteTitle'), t('content.deleteText')), async () => {
@@ -26,7 +25,8 @@ export default function ContentItemPage(props: PageProps) {
           <a class="button" href="/content" onClick={(e) => onLinkClick(e, '/content')}>
             {t('content.back')}
           </a>
-          {it && (
+          {/* Offered to those who may delete it only (its creator, an admin above them, root): others would get a 403. */}
+          {it?.canDelete && (
             <button type="button" class="danger" disabled={action.busy} onClick={() => void remove()}>
               {t('common.delete')}
             </button>
