@@ -6,7 +6,7 @@ import { startWorkers, type WorkerSet } from '../../workers/index.js';
 import { HttpClient } from '../helpers/http.js';
 import { startTestApp, type TestApp } from '../helpers/services.js';
 import { until } from '../helpers/until.js';
-import { expectNoProblems, launchBrowser, openConsole, signIn } from './browser.js';
+import { expectNoProblems, launchBrowser, openConsole, setLanguage, signIn } from './browser.js';
 
 let t: TestApp;
 let browser: Browser;
@@ -70,5 +70,44 @@ describe('jobs', () => {
       (s) => s.includes(`Retried job ${failing}`),
     );
     expectNoProblems(problems);
+  });
+
+  it('shows a content batch with failed entries as partly failed, with each failed entry readable (both languages)', async () => {
+    const content = await startWorkers(t.platform, ['content']);
+    try {
+      const good = { source: 'x', url: 'https://example.com/e2e-partial', summary: 's', content: 'c', score: 5, title: 't' };
+      const items = [good, { ...good, url: 'https://example.com/e2e-bad', score: 'high' }, good];
+      const jobId = (await jo.post('/api/content/batch', items, { prefer: 'respond-async' })).body.jobId as string;
+      const done = await until(
+        'the batch to end',
+        async () => (await jo.get(`/api/jobs/${jobId}`)).body,
+        (j) => j.state === 'completed',
+      );
+      expect(done.result).toMatchObject({ success: 1, failed: 2, total: 3 });
+      const { page, problems } = await openConsole(browser, t.url);
+      await signIn(page, 'jo', 'jo-password');
+      await page.goto('/jobs');
+      const row = page.getByTestId('jobs-table').locator('tbody tr', { hasText: jobId });
+      await expect.poll(() => row.locator('.badge').textContent()).toBe('Done, 2 of 3 failed');
+      expect(await row.locator('.badge').getAttribute('class')).toContain('warn');
+      await row.getByRole('button', { name: 'content.batch' }).click();
+      const failed = page.getByTestId('job-failed-entries');
+      await failed.waitFor();
+      const lines = await failed.locator('tbody tr').allTextContents();
+      expect(lines).toHaveLength(2);
+      expect(lines[0]).toContain('https://example.com/e2e-bad');
+      expect(lines[0]).toMatch(/^2/);
+      expect(lines[1]).toMatch(/^3/);
+      expect(lines[1]).toContain('https://example.com/e2e-partial');
+      expect(await page.getByTestId('job-entries').textContent()).toBe('1 of 3 entries done, 2 failed.');
+      // The JSON is there for whoever wants it, folded away.
+      expect(await page.locator('.job-detail pre.json').isVisible()).toBe(false);
+      await setLanguage(page, 'zh-CN');
+      await expect.poll(() => row.locator('.badge').textContent()).toBe('已完成，3 条中 2 条失败');
+      expect(await page.getByTestId('job-entries').textContent()).toBe('3 条中 1 条成功，2 条失败。');
+      expectNoProblems(problems);
+    } finally {
+      await content.close(2_000);
+    }
   });
 });

@@ -510,6 +510,13 @@ export const en = {
   'batches.status.expired': 'Expired',
   'batches.status.cancelling': 'Cancelling',
   'batches.status.cancelled': 'Cancelled',
+  'jobs.someFailed': 'Done, {failed} of {total} failed',
+  'jobs.allFailed': 'Done, all {total} failed',
+  'jobs.entries': '{success} of {total} entries done, {failed} failed.',
+  'jobs.entry': 'Entry',
+  'jobs.why': 'Why it failed',
+  'jobs.stored': 'The {n} entries done',
+  'jobs.rawResult': 'The result as JSON',
 };
 
 export type MessageKey = keyof typeof en;

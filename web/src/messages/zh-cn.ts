@@ -508,4 +508,11 @@ export const zhCN: Record<MessageKey, string> = {
   'batches.status.expired': '已过期',
   'batches.status.cancelling': '取消中',
   'batches.status.cancelled': '已取消',
+  'jobs.someFailed': '已完成，{total} 条中 {failed} 条失败',
+  'jobs.allFailed': '已完成，{total} 条全部失败',
+  'jobs.entries': '{total} 条中 {success} 条成功，{failed} 条失败。',
+  'jobs.entry': '条目',
+  'jobs.why': '失败原因',
+  'jobs.stored': '成功的 {n} 条',
+  'jobs.rawResult': '结果的 JSON',
 };

@@ -6,6 +6,7 @@ import { SelectField } from '../form';
 import { fmtDate } from '../format';
 import { t } from '../i18n';
 import { jobStateKey, watchJob } from '../job-events';
+import { onLinkClick } from '../router';
 import { isAdmin, useSession } from '../session';
 import type { Job, JobPage, JobSummary } from '../types';
 import { Badge, Empty, ErrorNote, Loading, Page, type Tone, useAction } from '../ui';
@@ -20,6 +21,36 @@ const ALL = () => ({ value: '', label: t('common.all') });
 const tone = (state: string): Tone => (state === 'completed' ? 'ok' : state === 'failed' ? 'bad' : state === 'active' ? 'info' : 'muted');
 const isOver = (state: string) => state === 'completed' || state === 'failed' || state === 'cancelled';
 
+/** A job whose result counts entries that each succeed or fail on their own (a content batch): `{success, failed, total, errors, created}`. */
+interface EntriesResult {
+  success: number;
+  failed: number;
+  total: number;
+  errors: { index: number; url: string; error: string }[];
+  created?: { index: number; id: string; url: string }[];
+}
+
+function entriesOf(result: unknown): EntriesResult | null {
+  const r = result as Partial<EntriesResult> | null;
+  if (!r || typeof r !== 'object' || typeof r.failed !== 'number' || typeof r.total !== 'number' || !Array.isArray(r.errors)) return null;
+  return r as EntriesResult;
+}
+
+/** The kinds whose results are counted entries: their rows read "Done, 2 of 5 failed" rather than a plain "Done". */
+const COUNTED = new Set(['content.batch']);
+
+/** A row's state badge: a completed job some of whose entries failed says so, in warning colours (all failed: in red). */
+function StateBadge(props: { state: string; entries?: EntriesResult }) {
+  const e = props.entries;
+  if (props.state === 'completed' && e && e.failed > 0) {
+    const all = e.failed >= e.total;
+    return (
+      <Badge tone={all ? 'bad' : 'warn'}>{all ? t('jobs.allFailed', { total: e.total }) : t('jobs.someFailed', { failed: e.failed, total: e.total })}</Badge>
+    );
+  }
+  return <Badge tone={tone(props.state)}>{t(jobStateKey(props.state))}</Badge>;
+}
+
 function progressOf(p: unknown): number | null {
   if (typeof p === 'number') return Math.max(0, Math.min(100, p));
   if (p && typeof p === 'object' && typeof (p as { percent?: unknown }).percent === 'number') return (p as { percent: number }).percent;
@@ -33,6 +64,8 @@ export default function JobsPage() {
   const [jobs, setJobs] = useState<JobSummary[] | null>(null);
   const [cursor, setCursor] = useState<string | null>(null);
   const [openId, setOpenId] = useState<string | null>(null);
+  /** The entries of completed counted jobs (read once each: a listing carries no results). */
+  const [entries, setEntries] = useState<Record<string, EntriesResult | null>>({});
   const action = useAction();
 
   const load = (more: boolean) =>
@@ -56,6 +89,22 @@ export default function JobsPage() {
       async () => replace(await post<Job>(`/api/jobs/${encodeURIComponent(j.id)}/retry`)),
     );
 
+  // Completed counted jobs: their results read, one at a time, for how many of their entries failed.
+  const unread = (jobs ?? []).filter((j) => j.state === 'completed' && COUNTED.has(j.name) && !(j.id in entries)).map((j) => j.id);
+  useEffect(() => {
+    let live = true;
+    void (async () => {
+      for (const id of unread) {
+        const job = await get<Job>(`/api/jobs/${encodeURIComponent(id)}`).catch(() => null);
+        if (!live) return;
+        setEntries((m) => ({ ...m, [id]: entriesOf(job?.result) }));
+      }
+    })();
+    return () => {
+      live = false;
+    };
+  }, [unread.join(',')]);
+
   // Unfinished jobs are followed live: their state, progress and end arrive over their event streams.
   const unfinished = (jobs ?? [])
     .filter((j) => !isOver(j.state))
@@ -70,7 +119,10 @@ export default function JobsPage() {
         onProgress: (progress) => update(id, { progress, state: 'active' }),
       });
       w.done.then(
-        () => update(id, { state: 'completed', progress: 100, finishedAt: new Date().toISOString() }),
+        (result) => {
+          setEntries((m) => ({ ...m, [id]: entriesOf(result) }));
+          update(id, { state: 'completed', progress: 100, finishedAt: new Date().toISOString() });
+        },
         (err) => {
           if ((err as Error).name === 'AbortError') return;
           const { detail } = describeError(err);
@@ -132,7 +184,7 @@ export default function JobsPage() {
               ),
             },
             { head: t('jobs.queue'), cell: (j) => j.queue },
-            { head: t('jobs.state'), cell: (j) => <Badge tone={tone(j.state)}>{t(jobStateKey(j.state))}</Badge> },
+            { head: t('jobs.state'), cell: (j) => <StateBadge state={j.state} entries={entries[j.id] ?? undefined} /> },
             {
               head: t('jobs.progress'),
               cell: (j) => {
@@ -192,13 +244,66 @@ function JobDetail(props: { id: string }) {
           <strong>{t('jobs.failedWith', { status: job.error.status })}</strong> {job.error.message}
         </p>
       )}
-      {job.result !== undefined && job.result !== null && (
-        <>
-          <h3>{t('jobs.result')}</h3>
-          <pre class="json">{JSON.stringify(job.result, null, 2)}</pre>
-        </>
-      )}
+      {job.result !== undefined && job.result !== null && (entriesOf(job.result) ? <Entries result={entriesOf(job.result)!} /> : <RawResult result={job.result} open />)}
       {job.result == null && !job.error && <p class="muted">{t('jobs.noResult')}</p>}
     </div>
+  );
+}
+
+function RawResult(props: { result: unknown; open?: boolean }) {
+  const json = <pre class="json">{JSON.stringify(props.result, null, 2)}</pre>;
+  if (props.open)
+    return (
+      <>
+        <h3>{t('jobs.result')}</h3>
+        {json}
+      </>
+    );
+  return (
+    <details>
+      <summary>{t('jobs.rawResult')}</summary>
+      {json}
+    </details>
+  );
+}
+
+/** A counted job's result in words: how many entries were stored, and each failed one (its number, url and why). */
+function Entries(props: { result: EntriesResult }) {
+  const r = props.result;
+  return (
+    <>
+      <h3>{t('jobs.result')}</h3>
+      <p class={r.failed ? 'note warn' : 'note ok'} data-testid="job-entries">
+        {t('jobs.entries', { success: r.success, failed: r.failed, total: r.total })}
+      </p>
+      {r.errors.length > 0 && (
+        <DataTable
+          rows={r.errors}
+          testId="job-failed-entries"
+          rowKey={(e) => e.index}
+          columns={[
+            { head: t('jobs.entry'), num: true, cell: (e) => e.index + 1 },
+            { head: 'URL', class: 'wrap', cell: (e) => e.url },
+            { head: t('jobs.why'), class: 'wrap', cell: (e) => e.error },
+          ]}
+        />
+      )}
+      {!!r.created?.length && (
+        <details>
+          <summary>{t('jobs.stored', { n: r.created.length })}</summary>
+          <ul class="plain">
+            {r.created.map((c) => (
+              <li key={c.id}>
+                {t('jobs.entry')} {c.index + 1}:{' '}
+                <a href={`/content/${c.id}`} onClick={(e) => onLinkClick(e, `/content/${c.id}`)}>
+                  {c.url}
+                </a>
+              </li>
+            ))}
+          </ul>
+        </details>
+      )}
+      <RawResult result={r} />
+    </>
   );
 }
