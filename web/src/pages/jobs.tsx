@@ -244,7 +244,9 @@ function JobDetail(props: { id: string }) {
           <strong>{t('jobs.failedWith', { status: job.error.status })}</strong> {job.error.message}
         </p>
       )}
-      {job.result !== undefined && job.result !== null && (entriesOf(job.result) ? <Entries result={entriesOf(job.result)!} /> : <RawResult result={job.result} open />)}
+      {job.result !== undefined &&
+        job.result !== null &&
+        (entriesOf(job.result) ? <Entries result={entriesOf(job.result)!} /> : <RawResult result={job.result} open />)}
       {job.result == null && !job.error && <p class="muted">{t('jobs.noResult')}</p>}
     </div>
   );
