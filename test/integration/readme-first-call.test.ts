@@ -61,6 +61,11 @@ describe("the README's first call", () => {
     const printed = stdout.trim().split('\n');
     // The login's answer, then the embeddings call's: one JSON answer per line.
     expect(JSON.parse(printed[0]!)).toMatchObject({ success: true, data: { username: 'root', role: 100 } });
+    // …and is what the README shows it to be (its fields before the "…").
+    const readme = fs.readFileSync(path.join(ROOT_DIR, 'README.md'), 'utf8');
+    const shownLogin = /\*\*Log in\*\*: the answer is root's user, `([^`]+)`/.exec(readme)?.[1];
+    expect(shownLogin, 'the README shows the login answer').toBeDefined();
+    expect(JSON.parse(printed[0]!)).toMatchObject(JSON.parse(shownLogin!.replace(',…', '')));
     const last = JSON.parse(printed.at(-1)!);
     expect(last).toMatchObject({ object: 'list', model: 'local-hash-v1', usage: { prompt_tokens: expect.any(Number) } });
     expect(last.data).toHaveLength(2);
@@ -69,7 +74,6 @@ describe("the README's first call", () => {
       expect(d.embedding).toHaveLength(4);
     }
     // What the README shows the answer to be is what it is (local-hash-v1's vectors are the same on every machine).
-    const readme = fs.readFileSync(path.join(ROOT_DIR, 'README.md'), 'utf8');
     expect(readme).toContain(`"embedding":${JSON.stringify(last.data[0].embedding)}`);
     expect(readme).toContain(`"usage":${JSON.stringify(last.usage)}`);
     expect((await server.stop()).code).toBe(0);
