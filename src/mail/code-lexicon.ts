@@ -83,18 +83,118 @@ export const LEXICON_UNBOUNDED: readonly string[] = [
   'رمز عبور',
 ];
 
-// Cognates of "code" across scripts (code, codi, código, kod, kód, kodi, kodu, koodi, kóði, код, κωδικός, კოდი, կոդ,
-// کد, كود, קוד, कोड, โค้ด, コード, 코드) and the PIN / OTP acronyms: the sign the issue names — a reader who does not
-// know the language still recognises the word. Used only by the layout rule, near the number it judges.
-const COGNATE_RE =
-  /(?<![\p{L}])(?:[ck][oóòôöõ]d\p{L}{0,6}|k[oó]{1,2}[dð]\p{L}{0,6}|код\p{L}{0,4}|κωδικ\p{L}*|კოდ\p{L}*|կոդ\p{L}*)(?![\p{L}])|کد|كود|קוד|कोड|โค้ด|コード|코드/iu;
-const ACRONYM_RE = /(?<![\p{L}])(?:PIN|OTP|TAN)(?![\p{L}])/u;
+// ---------------------------------------------------------------------------------------------------------------
+// Beyond the tables: words that a reader who does not know the language still recognises, and words from vendor
+// mail translated into many languages. Used by the layout rule of codes.ts, near the number it judges.
+//
+// Sources, besides Keycloak above:
+// - Mozilla Accounts' e-mail translations (github.com/mozilla/fxa-content-server-l10n, locale/<lang>/auth.ftl,
+//   MPL 2.0): the keys verifyLoginCode-*, verifyShortCode-*, verifySecondaryCode-* and unblockCode-* — the subject,
+//   prompt and expiry line of a real vendor's code mail — in be, cy, dsb, et, fy, hi, hsb, ia, is, kab, pa, scn, sq,
+//   su, tt. Most of their words for "code" are cognates (cod, kod, kodi, kood, koade, kóði, còdici, код, कोड, ਕੋਡ),
+//   which is why the cognate rule below exists; the rest are listed.
+// - ResourceSpace's TOTP plugin translations (github.com/montala-ltd/ResourceSpace_Trunk,
+//   plugins/totp/languages/sw.php): Swahili "msimbo" (code), "uthibitishaji" (verification).
+// - The Unicode CLDR, as the ICU data that ships with Node: the names of the units "minute" and "hour" in every
+//   language Intl knows (validity phrases, below).
+// Only words are taken, as facts of the languages; no sentence is copied.
+
+/** Words for "code" that are not cognates of it (fxa: kab, su; ResourceSpace: sw). */
+const CODE_WORDS = ['t[ae]ngalt\\p{L}*', 'tingalin', 'sandi', 'msimbo'];
+/** "Verification" / "confirmation" / "authorisation" words (fxa: cy, sq, kab, su, tt, be, pa, hi, dsb; ResourceSpace: sw). */
+const CONFIRM_WORDS = [
+  'dilysu',
+  'gwirio',
+  'verifikim\\p{L}*',
+  'usenqed',
+  'usentem',
+  'tsiregt',
+  'péripikasi',
+  'раслау',
+  'пацвердж\\p{L}*',
+  'awtorizěrowań\\p{L}*',
+  'uthibitish\\p{L}*',
+  'uthibitisho',
+];
+
+// Cognates of "code" across scripts: the sign the issue names — a reader who does not know the language still
+// recognises the word. Latin: cod, code, codi, codice, còdici, código, kod, kodi, kodu, kode, koda, kodo, kód, kòd,
+// koodi, kood, koodu, koade, kóði, koodh, ikhodi, ikhowudi, kóòdù; with a compound's head before it
+// (staðfestingarkóði, ferifikaasjekoade, autoriseerimiskood). Other scripts: код, κωδικ, კოდ, կոդ, קוד, كود, کد, کوڈ,
+// کوډ, کۆد, ኮድ, โค้ด, ໂຄດ, កូដ, ကုဒ်, コード, 코드, and in the nine Brahmic scripts that share the ISCII layout
+// (Devanagari to Malayalam) KA + sign O + DDA / DA / TTA, built from the block offsets below, not typed per script.
+// False friends: Lithuanian "kodėl" (why); Persian "کدام" (which); South Slavic "kod" before a lower-case word is
+// the preposition "at" (codes.ts checks that where it matters).
+const BRAHMIC_BLOCKS = [0x0900, 0x0980, 0x0a00, 0x0a80, 0x0b00, 0x0b80, 0x0c00, 0x0c80, 0x0d00];
+const at = (block: number, offset: number) => String.fromCodePoint(block + offset);
+const BRAHMIC_CODE = BRAHMIC_BLOCKS.map(
+  // KA (+15), vowel sign O (+4B), then DDA (+21), DA (+26) or TTA (+1F, Tamil writes "code" with it), virama (+4D) or not
+  (b) => `${at(b, 0x15)}${at(b, 0x4b)}[${at(b, 0x21)}${at(b, 0x26)}${at(b, 0x1f)}]${at(b, 0x4d)}?`,
+).join('|');
+const LATIN_COGNATE = '(?:[ie]?[ck]h?[oóòôöõ][oóòôöõwua]{0,2}[dðḍ]h?(?!ėl)\\p{L}{0,7})';
+const COGNATE_RE = new RegExp(
+  `(?<![\\p{L}\\p{M}])(?:${LATIN_COGNATE}|\\p{L}{3,24}(?:kod|kód|kood|koodi|koade|kóð|code|codi)\\p{L}{0,4}|код\\p{L}{0,5}|κωδικ\\p{L}*|კოდ\\p{L}*|կոդ\\p{L}*|рамз\\p{L}{0,3}|${CODE_WORDS.join('|')})(?![\\p{L}\\p{M}])` +
+    `|(?<![\\p{L}\\p{M}])(?:[كک][وۆ]?[دڈډ](?:ی|ها|تان|ت)?|رمز)(?![\\p{L}\\p{M}])|קוד|ኮድ|โค้ด|รหัส|ໂຄດ|ລະຫັດ|កូដ|ကုဒ်|コード|코드|කේත|කෝඩ්|${BRAHMIC_CODE}`,
+  'iu',
+);
+const ACRONYM_RE = /(?<![\p{L}])(?:PIN|OTP|TAN|TOTP|2FA|MFA)(?![\p{L}])/u;
+const CONFIRM_RE = new RegExp(`(?<![\\p{L}])(?:${CONFIRM_WORDS.join('|')})(?![\\p{L}])`, 'iu');
 
 const STEMS_RE = new RegExp(`(?<![\\p{L}\\p{N}])(?:${LEXICON_STEMS.join('|')})(?![\\p{L}\\p{N}])|${LEXICON_UNBOUNDED.join('|')}`, 'iu');
 
-/** Whether a text names a code: a lexicon word of one of its languages, or a cognate of "code" in any. */
+/** Whether a text names a code: a lexicon word of one of its languages, a cognate of "code" in any, or PIN / OTP. */
 export function mentionsCodeWord(s: string): boolean {
   return STEMS_RE.test(s) || COGNATE_RE.test(s) || ACRONYM_RE.test(s);
+}
+
+/** Whether a text has a "verification / confirmation" word the tables of codes.ts do not know (a weaker sign). */
+export function mentionsConfirmWord(s: string): boolean {
+  return CONFIRM_RE.test(s);
+}
+
+// Validity phrases ("expires in 10 minutes", "dakika 10", "{n} நிமிடங்களில்"): a small number next to the name of the
+// unit minute or hour, in any language Intl knows. The names come from CLDR through Intl.NumberFormat, asked once
+// (about 80 ms) the first time a mail needs them: every two-letter language code Intl supports, each unit's long name
+// for the numbers that pick its plural forms.
+let validityRe: RegExp | null = null;
+
+function unitNames(): string[] {
+  const names = new Set<string>();
+  const letters = 'abcdefghijklmnopqrstuvwxyz';
+  const tags: string[] = [];
+  for (const a of letters) for (const b of letters) tags.push(a + b);
+  for (const lang of Intl.NumberFormat.supportedLocalesOf(tags)) {
+    if (lang.length !== 2) continue;
+    for (const unit of ['minute', 'hour']) {
+      const format = new Intl.NumberFormat(lang, { style: 'unit', unit, unitDisplay: 'long' });
+      for (const n of [1, 2, 5, 10, 21]) {
+        for (const part of format.formatToParts(n)) {
+          const name = part.type === 'unit' ? part.value.trim() : '';
+          // One-letter abbreviations ("h", "u") would match anything.
+          if ([...name].length < 2) continue;
+          names.add(name.toLowerCase());
+          // Long names also as a stem, for the case endings CLDR does not list (Pashto دقیقې → دقیقو).
+          if ([...name].length >= 5) names.add([...name.toLowerCase()].slice(0, -1).join(''));
+          // A name that ends in a virama ("நிமிடங்கள்") loses it before a case ending ("நிமிடங்களில்").
+          if (/\p{M}$/u.test(name)) names.add(name.toLowerCase().replace(/\p{M}+$/u, ''));
+        }
+      }
+    }
+  }
+  return [...names].sort((a, b) => b.length - a.length);
+}
+
+/** Whether a text has a validity phrase: a number from 1 to 60 beside a minute or hour word, in either order. */
+export function mentionsValidity(s: string): boolean {
+  if (validityRe === null) {
+    const units = unitNames()
+      .map((u) => u.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))
+      .join('|');
+    const n = '(?<![\\d\\p{L}])(?:[1-9]|[1-5]\\d|60)(?![\\d])';
+    // Inflected forms follow the unit's name (minutos, minuten, நிமிடங்களில்); a short name must stand alone.
+    validityRe = new RegExp(`${n}\\s?(?:-\\s?)?(?:${units})[\\p{L}\\p{M}]{0,5}|(?<![\\p{L}\\p{M}])(?:${units})\\s?${n}`, 'iu');
+  }
+  return validityRe.test(s);
 }
 
 /** The lexicon as alternations for a larger keyword pattern: strong (code words), weak (confirm words), unbounded. */

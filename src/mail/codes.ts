@@ -1,6 +1,6 @@
 // Finds the verification / one-time code in an email (subject, text, HTML) with rules only: no network, no model.
 import { createRequire } from 'node:module';
-import { LEXICON_SOURCES, mentionsCodeWord } from './code-lexicon.js';
+import { LEXICON_SOURCES, mentionsCodeWord, mentionsValidity } from './code-lexicon.js';
 
 // `he` (HTML5's full entity table, maintained; already in the tree through mailparser) ships no types: the one call used.
 const he = createRequire(import.meta.url)('he') as { decode(html: string): string };
@@ -297,6 +297,8 @@ export function nativeDigit(c: string): string {
 
 const MASK_CHAR = '\u2591';
 const maskOf = (m: string) => m.replace(/[^\n]/g, MASK_CHAR);
+const maskKeepingPercent = (m: string) => m.replace(/[^\n%]/g, MASK_CHAR);
+const PERCENT_MASK = /(?<![\d.,])\d{1,12}(?:[.,]\d{1,6})?\s?%/g;
 
 const MONTHS =
   'jan(?:uary|\\.)?|feb(?:ruary|\\.)?|mar(?:ch|\\.)?|apr(?:il|\\.)?|may|june?|july?|aug(?:ust|\\.)?|sep(?:t(?:ember)?|\\.)?|oct(?:ober|\\.)?|nov(?:ember|\\.)?|dec(?:ember|\\.)?' +
@@ -477,8 +479,8 @@ const MASKS: RegExp[] = [
   /(?<![\d.,])\d{1,3}(?:,\d{3})+(?:\.\d{1,4})?(?![\d,])/g,
   /(?<![\d.,])\d{1,3}(?:\.\d{3})+,\d{1,2}(?![\d])/g,
   /(?<![\d.,])\d{1,12}[.,]\d{1,2}(?![\d.,])/g,
-  // Percentages, versions
-  /(?<![\d.,])\d{1,12}(?:[.,]\d{1,6})?\s?%/g,
+  // Percentages (the sign is kept: a percentage near a code word makes it a promotion), versions
+  PERCENT_MASK,
   /(?<![\w.])v?\d{1,12}(?:\.\d{1,12}){1,3}(?![\w])/gi,
   /(?<![\w])v\d+(?![\w.])/gi,
   // Copyright years
@@ -498,7 +500,7 @@ function maskLine(line: string, hasKeyword: boolean): string {
 }
 
 function mask(s: string): string {
-  for (const re of MASKS) s = s.replace(re, maskOf);
+  for (const re of MASKS) s = s.replace(re, re === PERCENT_MASK ? maskKeepingPercent : maskOf);
   return s
     .split('\n')
     .map((line) => maskLine(line, KEYWORD_TEST.test(line)))
@@ -763,7 +765,8 @@ const PROMO_NEAR = new RegExp(
     '优惠|優惠|折扣|礼品卡|禮品卡|礼券|禮券|兑换码|兌換碼|邀请码|邀請碼|推荐码|推薦碼|クーポン|割引|ギフト|招待コード|紹介コード|쿠폰|할인|기프트|상품권|추천인|초대 ?코드',
     'ส่วนลด|คูปอง|โปรโมชั่น|خصم|كوبون|قسيمة|הנחה|קופון|שובר|छूट|कूपन',
     // "20% off" (the percentage is masked by then)
-    `${MASK_CHAR}\\s?off(?![\\p{L}])`,
+    // A percentage in any language ("20% off", "punguzo la 20%"; the percentage is masked by then, its sign kept)
+    `${MASK_CHAR}%`,
   ].join('|'),
   'iu',
 );
@@ -781,6 +784,10 @@ const CODE_WORD = /cod|kod|kód|koodi|код|κωδικ|קוד|رمز|كود|ک�
 
 const KOD_PREPOSITION =
   /^\s+(?!(?:to|do|jest|je|za|sms|pin|otp|weryfik|jednoraz|potwierdz|dostęp|bezpiecz|logowan|autoryz|aktyw|został|ważn|wygas|wygaś|zabezpiecz|pengesahan|keselamatan|pengaktifan|log\s+masuk|sekali|anda|ini|ověř|potvrd|prijav|verifik)(?![\p{L}]))\p{Ll}/u;
+
+// The same in Serbian Cyrillic ("пошиљка је код курира"); Russian, Ukrainian, Bulgarian "код" takes its qualifiers.
+const KOD_PREPOSITION_CYRILLIC =
+  /^\s+(?!(?:(?:за|је|е|для|из|в|на|от|по|с|з|смс|sms)(?![\p{L}])|(?:подтвержд|потврд|потвърж|підтвердж|верифик|верифік|провер|перевір|доступ|безопас|безпек|вход|вхід|авториз|актив|пријав|ниже|выше|нижче|одноразов|сигурн)))\p{Ll}/u;
 
 interface Keyword {
   start: number;
@@ -802,6 +809,7 @@ function findKeywords(s: string): Keyword[] {
     // South Slavic "kod" is also a preposition ("kod kurira": with the courier). Bare "kod" followed by a lower-case
     // word counts only when that word goes with the noun (Polish, Malay, Croatian qualifiers and verbs).
     if (lower === 'kod' && KOD_PREPOSITION.test(s.slice(end, end + 24))) continue;
+    if (lower === 'код' && KOD_PREPOSITION_CYRILLIC.test(s.slice(end, end + 24))) continue;
     if (COMPOUND_TAIL_RE.test(word) && !/^(?:pass|pin|einmal|one)/iu.test(word)) {
       const prefix = word.replace(COMPOUND_TAIL_RE, '');
       if (prefix && NOT_A_CODE_PREFIX.test(prefix)) continue;
@@ -974,6 +982,23 @@ function shortLineAround(s: string, start: number, end: number): string | null {
   return left.slice(nl + 1) + s.slice(start, end) + (nr === -1 ? right : right.slice(0, nr));
 }
 
+const LIST_ITEM = /^\s*(?:\d{1,3}[.)]\s*)?[A-Za-z0-9]{4,10}(?:[- ][A-Za-z0-9]{3,5})?\s*$/;
+
+/** The line above the one holding `at` (at most 80 characters of it). */
+function lineBefore(s: string, at: number): string {
+  const start = s.lastIndexOf('\n', at - 1);
+  if (start <= 0) return '';
+  return s.slice(Math.max(s.lastIndexOf('\n', start - 1) + 1, start - 80), start);
+}
+
+/** The line below the one holding `at` (at most 80 characters of it). */
+function lineAfter(s: string, at: number): string {
+  const end = s.indexOf('\n', at);
+  if (end === -1) return '';
+  const next = s.indexOf('\n', end + 1);
+  return s.slice(end + 1, Math.min(next === -1 ? s.length : next, end + 81));
+}
+
 /** Score of one candidate in one segment and the keyword it was tied to, or null when it may not be a code at all. */
 function scoreCandidate(s: string, c: Candidate, keywords: Keyword[], inSubject: boolean): { score: number; keyword: Keyword } | null {
   // Keywords are sorted by position; only those within reach are looked at, so long mails stay linear.
@@ -999,6 +1024,9 @@ function scoreCandidate(s: string, c: Candidate, keywords: Keyword[], inSubject:
 
   const line = shortLineAround(s, c.start, c.end);
   const ownLine = line !== null && line.replace(/[\s"'“”‘’«»「」『』【】[\]()（）:：.。,，!！-]/g, '') === c.code.replace('-', '');
+
+  // A line of its own between other lines that are numbers alone: a list (backup codes), not the code to type.
+  if (ownLine && (LIST_ITEM.test(lineBefore(s, c.start)) || LIST_ITEM.test(lineAfter(s, c.end)))) return null;
 
   let best: { gap: number; sameLine: boolean; before: boolean; strong: boolean; keyword: Keyword } | null = null;
   for (let ki = lo; ki < keywords.length; ki++) {
@@ -1128,6 +1156,8 @@ function* windowsOf(s: string): Generator<Window> {
 
 type Found = Map<string, { score: number; seen: number; source: CodeFoundIn; keyword: string }>;
 
+const DIAL_IN = /(?<![\d+])\d{3} \d{4} \d{4}(?!\d)/;
+
 function scanWindow(w: Window, source: CodeFoundIn, found: Found): void {
   const masked = mask(w.text);
   const keywords = findKeywords(masked);
@@ -1136,6 +1166,8 @@ function scanWindow(w: Window, source: CodeFoundIn, found: Found): void {
     if (c.start < w.from || c.start >= w.to) continue;
     const scored = scoreCandidate(masked, c, keywords, source === 'subject');
     if (scored === null) continue;
+    // A meeting's id (three groups: 712 3456 7890) on its line or the line above: the number is the meeting's passcode.
+    if (DIAL_IN.test(w.text.slice(w.text.lastIndexOf('\n', w.text.lastIndexOf('\n', c.start - 1) - 1) + 1, c.start))) continue;
     // Masks keep every offset, so the keyword's span in the unmasked text is the keyword as printed.
     const at = { score: scored.score, source, keyword: w.text.slice(scored.keyword.start, scored.keyword.end) };
     const prev = found.get(c.code);
@@ -1180,13 +1212,21 @@ function* extractSteps(msg: CodeSource): Steps<FoundCode | null> {
 // ---------------------------------------------------------------------------------------------------------------
 // Layout (issue 27): a code no keyword the tables know is tied to, found by how the mail sets it apart.
 //
-// Only short mails, and only when one number in the whole mail (subject included) could be a code: a number that is
-// one of several, that sits inside a sentence, or that an order / parcel / invoice / phone / meeting word introduces,
-// is not taken. The number must stand apart — alone on its line (its own table cell or paragraph), or given in the
-// subject — and one more sign must agree: it is styled (bold, large, letter-spaced, a heading), repeated in the
-// subject and the body, or a code word of any language the lexicons know is in the mail.
+// Structure first, words second. Only short mails are read this way. A number may be the code when it stands apart —
+// alone on its line (its own table cell or paragraph), given in the subject — or when a code word sits right before it
+// ("Koodhka xaqiijinta: 482913"). Each such number gathers signs, and the best one is taken when they add up and no
+// other number comes close:
+//   styled in the HTML (bold, large, letter-spaced, a heading)   2      a code word right before it (same line or above) 3
+//   alone on its line                                             1      a code word within two lines                     1
+//   in the subject and in the body                                1      a validity phrase in the mail ("10 minutes")     2
+//   opening the subject ("820531 …")                              1
+// and loses them for what order, shop and newsletter mail carry: an amount of money (-2), a percentage (-3), letters in
+// the token (-1), several other numbers (-1). A number an order / parcel / invoice / phone / meeting word introduces
+// is never taken, nor is any when such a number is the one set apart. Code words are the lexicons' (code-lexicon.ts:
+// cognates of "code" in any script, PIN / OTP, words from vendor translations) and the keyword tables'.
 
-const LAYOUT_MAX_BODY = 1_500;
+const LAYOUT_MAX_BODY = 3_000;
+const LAYOUT_MIN_SIGNS = 4;
 // Words that make a set-apart number an identifier, an amount or a date rather than a code (stems, many languages).
 const LAYOUT_DECOY_NEAR = new RegExp(
   [
@@ -1201,16 +1241,49 @@ const LAYOUT_DECOY_NEAR = new RegExp(
 );
 const STYLED_TAG =
   /<(?:b|strong|h[1-4]|big)[\s>]|font-size\s*:\s*(?:1[89]|[2-9]\d)(?:\.\d+)?px|font-size\s*:\s*(?:1\.[2-9]|[2-9])(?:\.\d+)?(?:em|rem)|font-size\s*:\s*(?:1[4-9]|[2-9]\d)pt|font-weight\s*:\s*(?:bold|bolder|[6-9]00)|letter-spacing\s*:\s*(?!0|normal)/i;
+// Money and percentages, whatever the currency: a currency sign (\p{Sc}) or ISO 4217 code beside a number, or a
+// price with cents.
+const ISO_CURRENCIES = new Set(Intl.supportedValuesOf('currency'));
+const MONEY_NEAR = /\p{Sc}\s?\d|\d\s?\p{Sc}|(?<![\d.,])\d{1,9}[.,]\d{2}(?![\d.,%])/u;
+const CURRENCY_CODE_NEAR = /(?<![A-Za-z])([A-Z]{3})\s?\d|\d\s?([A-Z]{3})(?![A-Za-z])/g;
+const PERCENT_NEAR = /\d\s?%|%\s?\d/;
+
+function hasMoney(s: string): boolean {
+  if (MONEY_NEAR.test(s)) return true;
+  for (const m of s.matchAll(CURRENCY_CODE_NEAR)) if (ISO_CURRENCIES.has((m[1] ?? m[2])!)) return true;
+  return false;
+}
+
+/** Whether a code word is in `s`: the lexicons' or the keyword tables', not South Slavic "kod" used as a preposition. */
+function codeWordIn(s: string): boolean {
+  const t = s.replace(/(?<![\p{L}])(?:kod|код)(?=\s+\p{Ll})/giu, (m, at: number) =>
+    (m.toLowerCase() === 'kod' ? KOD_PREPOSITION : KOD_PREPOSITION_CYRILLIC).test(s.slice(at + 3, at + 27)) ? '' : m,
+  );
+  return mentionsCodeWord(t) || KEYWORD_TEST.test(t);
+}
 
 interface LayoutSeen {
   code: string;
   ownLine: boolean;
   source: CodeFoundIn;
-  /** The lines around it (two above, two below): where a code word must be for it to count. */
-  near: string;
+  /** A code word right before it: on its line, or on the line above when it stands alone. */
+  labelled: boolean;
+  /** A code word in the lines around it (two above, two below). */
+  near: boolean;
+  /** An order / parcel / invoice / phone / meeting word introduces it, or №/#. */
+  decoy: boolean;
+  /** Inside a sentence, neither alone on its line nor after a label ("…: 482913") or a code word. */
+  inSentence: boolean;
+  /** Right after a label's colon. */
+  colon: boolean;
+  /** Alone on its line, under a line that ends with a colon. */
+  introduced: boolean;
 }
 
-function layoutCandidates(text: string, source: CodeFoundIn): LayoutSeen[] | null {
+// A label's colon in the scripts that have their own (full-width, Ethiopic ፦, Armenian ՝), at the end of a line's text.
+const LABEL_COLON = /[:：፦՝][ \t]*$/;
+
+function layoutCandidates(text: string, source: CodeFoundIn): LayoutSeen[] {
   const masked = mask(text);
   const out: LayoutSeen[] = [];
   for (const c of candidates(masked)) {
@@ -1218,18 +1291,25 @@ function layoutCandidates(text: string, source: CodeFoundIn): LayoutSeen[] | nul
     const before = masked.slice(Math.max(0, c.start - 24), c.start);
     if (c.digits && UNIT_AFTER.test(after)) continue;
     if (/^\s?[ap]\.?m\.?(?![a-z])/i.test(after)) continue;
-    if (/(?:№|\bno\.|\bnr\.|#)\s*$/i.test(before)) return null;
     if (isYearLike(c.code)) continue;
     const line = shortLineAround(masked, c.start, c.end);
     const ownLine = line !== null && line.replace(/[\s"'“”‘’«»「」『』【】[\]()（）:：.。,，!！-]/g, '') === c.code.replace('-', '');
-    // A letters-and-digits token counts only alone on its line (else product names, ids).
-    if (!c.digits && !ownLine) continue;
-    // The words just before it (its line, and the line above when it is alone) must not name an identifier.
     const lineStart = masked.lastIndexOf('\n', c.start - 1) + 1;
-    const prevStart = ownLine ? masked.lastIndexOf('\n', Math.max(0, lineStart - 2)) + 1 : lineStart;
+    const prevStart = lineStart > 0 ? masked.lastIndexOf('\n', lineStart - 2) + 1 : lineStart;
     const lineEnd = masked.indexOf('\n', c.end);
-    const context = masked.slice(prevStart, lineEnd === -1 ? masked.length : lineEnd);
-    if (LAYOUT_DECOY_NEAR.test(context) || PROMO_NEAR.test(context) || MEETING_NEAR.test(context)) return null;
+    // The words just before it (its line, and the line above when it is alone) must not name an identifier.
+    const context = masked.slice(ownLine ? prevStart : lineStart, lineEnd === -1 ? masked.length : lineEnd);
+    // A dial-in or meeting number (three groups of digits) on its line or the line above makes it a meeting's passcode.
+    const decoy =
+      /(?:№|\bno\.|\bnr\.|#)\s*$/i.test(before) ||
+      LAYOUT_DECOY_NEAR.test(context) ||
+      PROMO_NEAR.test(context) ||
+      MEETING_NEAR.test(context) ||
+      /(?<!\d)\d{2,4}[ .-]\d{3,4}[ .-]\d{4}(?!\d)/.test(text.slice(prevStart, lineEnd === -1 ? text.length : lineEnd));
+    const lead = ownLine ? masked.slice(prevStart, c.start) : masked.slice(Math.max(lineStart, c.start - 48), c.start);
+    const labelled = codeWordIn(lead);
+    // A letters-and-digits token counts only alone on its line or labelled (else product names, ids).
+    if (!c.digits && !ownLine && !labelled) continue;
     let from = lineStart;
     for (let k = 0; k < 2 && from > 0; k++) from = masked.lastIndexOf('\n', from - 2) + 1;
     let to = lineEnd === -1 ? masked.length : lineEnd;
@@ -1237,7 +1317,10 @@ function layoutCandidates(text: string, source: CodeFoundIn): LayoutSeen[] | nul
       const next = masked.indexOf('\n', to + 1);
       to = next === -1 ? masked.length : next;
     }
-    out.push({ code: c.code, ownLine, source, near: masked.slice(from, to) });
+    const colon = LABEL_COLON.test(before);
+    const introduced = ownLine && lineStart > 0 && LABEL_COLON.test(masked.slice(prevStart, lineStart - 1));
+    const inSentence = !ownLine && !labelled && !colon;
+    out.push({ code: c.code, ownLine, source, labelled, near: labelled || codeWordIn(masked.slice(from, to)), decoy, inSentence, colon, introduced });
   }
   return out;
 }
@@ -1259,35 +1342,78 @@ function styledInHtml(html: string, code: string): boolean {
 function layoutCode(segments: { text: string; source: CodeFoundIn }[], html: string | null): FoundCode | null {
   const body = segments.filter((s) => s.source !== 'subject');
   if (body.length === 0 || body.some((s) => s.text.length > LAYOUT_MAX_BODY)) return null;
-  const seen: LayoutSeen[] = [];
-  for (const seg of segments) {
-    const found = layoutCandidates(seg.text, seg.source);
-    if (found === null) return null;
-    seen.push(...found);
-  }
-  const codes = new Set(seen.map((s) => s.code));
-  if (codes.size !== 1) return null;
-  const code = seen[0]!.code;
-  const inSubject = seen.some((s) => s.source === 'subject');
-  const inBody = seen.some((s) => s.source !== 'subject');
-  const ownLine = seen.some((s) => s.source !== 'subject' && s.ownLine);
-  // Set apart: alone on a line of the body, or given in the subject (a number inside a body sentence is not).
-  if (inBody && !ownLine) return null;
-  // A code word counts near the number (or in the subject that carries it), not anywhere in the mail.
-  const near = seen.map((s) => s.near).join('\n');
-  const worded = mentionsCodeWord(near) || KEYWORD_TEST.test(near);
-  // A validity phrase: a small number (1 to 60) followed by a word ("10 minutes", "5 perc", "10 دقیقه").
-  const valid = body.some((s) => /(?<![\d\p{L}])(?:[1-9]|[1-5]\d|60)\s?\p{L}/u.test(s.text));
-  const styled = html !== null && inBody && styledInHtml(html, code);
-  // A subject that opens with the number ("820531 is your code" in any language) sets it apart as a heading does.
+  const seen = segments.flatMap((seg) => layoutCandidates(seg.text, seg.source));
+  // A number set apart (or labelled) that an identifier word introduces makes the mail an order, parcel or
+  // invoice mail: nothing in it is taken.
+  if (seen.some((s) => s.decoy && (s.ownLine || s.source === 'subject' || s.labelled))) return null;
   const subject = segments.find((s) => s.source === 'subject')?.text ?? '';
-  const leads = !inBody && subject.length <= 80 && new RegExp(`^\\W{0,2}${code}(?![A-Za-z0-9])`).test(subject);
-  // Without a code word: a number styled apart in its own cell, or two of the weaker signs agreeing (a number
-  // repeated in the subject and the body is not enough alone: order confirmations do that too).
-  const signs = [styled, inSubject && inBody, valid, leads].filter(Boolean).length;
-  if (!worded && !styled && signs < 2) return null;
-  const source = inBody ? (seen.find((s) => s.source !== 'subject' && s.ownLine)?.source ?? 'text') : 'subject';
-  return { code, score: Math.round(((MIN_SCORE + 10 * (signs + (worded ? 1 : 0))) / MAX_SCORE) * 1000) / 1000, source, keyword: '' };
+  const bodyText = body.map((s) => s.text).join('\n');
+  const valid = mentionsValidity(bodyText) || mentionsValidity(subject);
+  const penalty = (hasMoney(bodyText) ? 2 : 0) + (PERCENT_NEAR.test(`${subject}\n${bodyText}`) ? 3 : 0);
+
+  const byCode = new Map<string, LayoutSeen[]>();
+  for (const s of seen) if (!s.decoy) byCode.set(s.code, [...(byCode.get(s.code) ?? []), s]);
+  // Numbers that stand in a sentence with no code word before them: they do not compete, but many of them make a
+  // mail a newsletter or a statement.
+  let loose = 0;
+  const scored: { code: string; signs: number; source: CodeFoundIn; short: boolean }[] = [];
+  for (const [code, all] of byCode) {
+    const inSubject = all.some((s) => s.source === 'subject');
+    const inBody = all.some((s) => s.source !== 'subject');
+    const ownLine = all.some((s) => s.source !== 'subject' && s.ownLine);
+    // After a label's colon ("Lambar tabbatarwa: 968486"), whatever the label says: set apart, more weakly.
+    const colon = all.some((s) => s.colon);
+    if (!ownLine && !inSubject && !colon && !all.some((s) => s.labelled)) {
+      loose++;
+      continue;
+    }
+    // In a subject, a code word anywhere labels the number ("820531 ni kodi yako ya kuingia").
+    const near = all.some((s) => s.near);
+    const labelled = all.some((s) => s.labelled || (s.source === 'subject' && s.near));
+    const styled = html !== null && inBody && styledInHtml(html, code);
+    // The subject opens or closes with the number ("820531 is your code", "[Brand] 448201").
+    const leads =
+      subject.length <= 80 &&
+      (new RegExp(`^\\W{0,2}${code}(?![A-Za-z0-9])`).test(subject) || new RegExp(`^(?:\\[[^\\]]{1,40}\\]|\\p{L}+:)\\s*${code}\\W{0,2}$`, 'u').test(subject));
+    // Alone on its line under a line that ends with a colon ("Enter this number to continue:").
+    const introduced = all.some((s) => s.ownLine && s.introduced);
+    // Used in a sentence with no code word before it, the number is a quantity ("we now have 48213 customers").
+    const inSentence = all.some((s) => s.source !== 'subject' && s.inSentence);
+    const digits = code.replace('-', '').length;
+    let signs =
+      (styled ? 2 : 0) +
+      (ownLine ? 1 : 0) +
+      (colon && !ownLine ? (labelled ? 1 : 2) : 0) +
+      (introduced ? 1 : 0) +
+      (inSubject && inBody ? 1 : 0) +
+      (leads ? 1 : 0) +
+      (labelled ? 3 : near ? 1 : 0) +
+      (valid ? 2 : 0);
+    if (/[A-Z]/.test(code)) signs -= 1;
+    // Eight digits and more, set apart with no code word, are more often an order or parcel number than a code.
+    if (digits >= 8) signs -= 1;
+    if (inSentence) signs -= 2;
+    const source = inBody
+      ? (all.find((s) => s.source !== 'subject' && (s.ownLine || s.labelled))?.source ?? all.find((s) => s.source !== 'subject')!.source)
+      : 'subject';
+    scored.push({ code, signs, source, short: digits <= 6 && (valid || !inBody) });
+  }
+  if (scored.length === 0) return null;
+  // Three numbers or more each alone on its line: a list (backup codes, a table of figures), not one code.
+  if (new Set(seen.filter((s) => s.ownLine && s.source !== 'subject').map((s) => s.code)).size >= 3) return null;
+  // The mail's only number gains a sign when it is given only in the subject or a validity phrase names it.
+  for (const s of scored) s.signs += (scored.length === 1 && loose === 0 && s.short ? 1 : 0) - penalty - (loose >= 2 ? 1 : 0);
+  scored.sort((a, b) => b.signs - a.signs || (a.code < b.code ? -1 : 1));
+  const [best, second] = scored;
+  if (best!.signs < LAYOUT_MIN_SIGNS) return null;
+  // Two numbers set apart with about the same signs: no way to tell which one is the code.
+  if (second && second.signs >= best!.signs - 1) return null;
+  return {
+    code: best!.code,
+    score: Math.round((Math.min(MAX_SCORE, MIN_SCORE + 5 * best!.signs) / MAX_SCORE) * 1000) / 1000,
+    source: best!.source,
+    keyword: '',
+  };
 }
 
 /** The most likely verification code in a message, or null. Runs to the end in one go: for tests and tools. */
