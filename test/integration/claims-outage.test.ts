@@ -3,6 +3,7 @@
 // is killed, and the same process serves them again once it is back.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildMessage, startDovecot, type DovecotServer } from '../helpers/dovecot.js';
+import { within } from '../helpers/pace.js';
 import { freePort, PrivateRedis } from '../helpers/redis-server.js';
 import { startTestApp, type TestApp } from '../helpers/services.js';
 import { startSmtp, type SmtpTestServer } from '../helpers/smtp.js';
@@ -42,7 +43,7 @@ afterAll(async () => {
 type Call = () => Promise<{ status: number; body: any; headers: Headers }>;
 
 describe('Redis outage: mail and embeddings', () => {
-  it('job-backed mail endpoints and /v1 embeddings answer 503 JSON within 2 s while Redis is down, and work again when it is back', async () => {
+  it('job-backed mail endpoints and /v1 embeddings answer 503 JSON at once (within 20 × their healthy time) while Redis is down, and work again when it is back', async () => {
     const embeddings =
       (path: string): Call =>
       () =>
@@ -80,8 +81,12 @@ describe('Redis outage: mail and embeddings', () => {
       ],
     ];
     // Everything works before the outage (so the 503s below are the outage's doing).
+    // Each call's healthy time, this run: the bound below on its outage answer (20 ×) grows with the machine's load.
+    const healthy = new Map<string, number>();
     for (const [label, call, , works] of calls) {
+      const started = performance.now();
       const res = await call();
+      healthy.set(label, performance.now() - started);
       expect(res.status, `${label} before: ${JSON.stringify(res.body)}`).toBe(200);
       expect(works(res.body), `${label} before: ${JSON.stringify(res.body)}`).toBe(true);
     }
@@ -92,7 +97,7 @@ describe('Redis outage: mail and embeddings', () => {
       const res = await call();
       const took = Date.now() - started;
       expect(res.status, `${label}: ${JSON.stringify(res.body)}`).toBe(503);
-      expect(took, label).toBeLessThan(2_000);
+      expect(took, label).toBeLessThan(within(0, healthy.get(label)!));
       expect(res.headers.get('content-type'), label).toMatch(/^application\/json/);
       expect(unavailable(res.body), `${label}: ${JSON.stringify(res.body)}`).toBe(true);
       expect(Number(res.headers.get('retry-after')), label).toBeGreaterThan(0);

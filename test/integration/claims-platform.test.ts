@@ -328,13 +328,18 @@ describe('the maxmemory-policy check at start (the real server entry, a private 
   it('warns at start when the policy is not noeviction (allkeys-lru), and not when it is', async () => {
     const env = await createTestEnv({ env: { REDIS_URL: redis.url } });
     cleanups.push(() => env.cleanup());
-    const warning = /Redis maxmemory-policy is not \\"noeviction\\"/;
+    const warning = /has maxmemory-policy allkeys-lru/;
 
     await setPolicy('allkeys-lru');
     const evicting = await spawnServer(['api'], env.env);
     cleanups.push(() => evicting.stop('SIGKILL'));
-    const line = JSON.parse(await evicting.waitFor(warning, 5_000));
+    const line = JSON.parse(await evicting.waitFor(warning, 30_000));
     expect(line).toMatchObject({ level: 40, policy: 'allkeys-lru' });
+    // One line: what is wrong (which Redis, which policy), and what to set.
+    expect(line.msg).toBe(
+      `Redis at 127.0.0.1:${redis.port} has maxmemory-policy allkeys-lru: when its memory is full it evicts keys, and jobs are lost. ` +
+        'Set maxmemory-policy noeviction (redis-cli CONFIG SET maxmemory-policy noeviction, and in redis.conf so that it stays)',
+    );
     expect((await evicting.stop()).code).toBe(0);
 
     await setPolicy('noeviction');

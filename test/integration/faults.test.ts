@@ -3,6 +3,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { documentedEndpoints } from '../../src/http/app.js';
 import { HttpClient } from '../helpers/http.js';
+import { baseline, within } from '../helpers/pace.js';
 import { PrivatePostgres } from '../helpers/postgres-server.js';
 import { createTestEnv, startTestApp, type TestApp, type TestEnv } from '../helpers/services.js';
 import { spawnEntry, spawnServer, type Spawned } from '../helpers/spawn.js';
@@ -22,10 +23,9 @@ describe('Postgres stops and comes back', () => {
     await db.destroy();
   });
 
-  it('answers 503 JSON within 2 s in every area while it is down, and recovers by itself', async () => {
+  it('answers 503 JSON in every area while it is down, within its connect timeout and 20 × the healthy call, and recovers by itself', async () => {
     const key = (await t.root.post('/api/token/', { name: 'k', unlimited_quota: true })).body.data.key;
     expect((await t.root.post('/api/content', item())).status).toBe(201);
-    await db.stop();
 
     const checks: [string, () => Promise<{ status: number; body: any }>, (b: any) => boolean][] = [
       ['GET /api/content', () => t.root.get('/api/content'), (b) => typeof b.error === 'string'],
@@ -40,10 +40,15 @@ describe('Postgres stops and comes back', () => {
       ],
       ['POST /api/mail-new', () => t.root.post('/api/mail-new', { email: 'a@example.test' }), (b) => typeof b.error === 'string'],
     ];
+    // Each call's time with the database up, this run: the bound on its outage answer grows with the machine's load.
+    const healthy = new Map<string, number>();
+    for (const [label, call] of checks) healthy.set(label, await baseline(call, 3));
+    await db.stop();
     for (const [label, call, shaped] of checks) {
       const started = Date.now();
       const res = await call();
-      expect(Date.now() - started, label).toBeLessThan(2_000);
+      // A connection to the stopped server is refused at once, or given up after 1.5 s (connectionTimeoutMillis).
+      expect(Date.now() - started, label).toBeLessThan(within(1_500, healthy.get(label)!));
       expect(res.status, label).toBe(503);
       expect(shaped(res.body), `${label}: ${JSON.stringify(res.body)}`).toBe(true);
     }
@@ -139,7 +144,10 @@ describe('SIGTERM with work in flight', () => {
   });
 
   it('a job still running when SHUTDOWN_TIMEOUT_MS runs out is left to another worker; its committed rows keep their ids, none added', async () => {
+    const spawning = Date.now();
     const w = await worker();
+    // How long starting a worker process takes in this run: the slack allowed past SHUTDOWN_TIMEOUT_MS below.
+    const spawnMs = Date.now() - spawning;
     const release = await hold('term-timeout');
     const batch = Array.from({ length: 20 }, () => item({ source: 'term-timeout' }));
     const { jobId } = (await client.post('/api/content/batch', batch, { prefer: 'respond-async' })).body;
@@ -149,7 +157,8 @@ describe('SIGTERM with work in flight', () => {
     expect((await w.exited).code).toBe(0);
     const took = Date.now() - started;
     expect(took).toBeGreaterThanOrEqual(3_500);
-    expect(took).toBeLessThan(9_000);
+    // (Held until released below, the job would keep a worker without the timeout from exiting at all.)
+    expect(took).toBeLessThan(4_000 + spawnMs);
     // The worker is gone, but its insert still waits in Postgres: released, it commits (one autocommit statement).
     await release();
     let committed: { id: string; url: string }[] = [];

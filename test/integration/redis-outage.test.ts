@@ -1,5 +1,6 @@
 // Redis stops: job-backed endpoints answer 503 JSON within 2 s; when it returns, the same process recovers.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { baseline, within } from '../helpers/pace.js';
 import { startTestApp, type TestApp } from '../helpers/services.js';
 import { freePort, PrivateRedis } from '../helpers/redis-server.js';
 import { item } from '../shared/content-suite.js';
@@ -21,14 +22,15 @@ afterAll(async () => {
 });
 
 describe('Redis outage', () => {
-  it('503 within 2 s while Redis is down, and recovery without a restart', async () => {
+  it('503 at once while Redis is down (within 20 × a healthy call, not after a wait), and recovery without a restart', async () => {
     expect((await t.root.post('/api/content/batch', [item()])).status).toBe(200);
+    const healthy = await baseline(() => t.root.post('/api/content/batch', [item()]));
 
     await redis.stop();
     for (const prefer of [{}, { prefer: 'respond-async' }] as Record<string, string>[]) {
       const started = Date.now();
       const res = await t.root.post('/api/content/batch', [item()], prefer);
-      expect(Date.now() - started).toBeLessThan(2_000);
+      expect(Date.now() - started).toBeLessThan(within(0, healthy));
       expect(res.status).toBe(503);
       expect(res.body).toEqual({ error: expect.stringMatching(/unavailable/i) });
       expect(res.headers.get('retry-after')).toBeTruthy();
@@ -55,11 +57,13 @@ describe('Redis outage', () => {
   it("a hung Redis (frozen, connections open): a job's status is a 503 that names the queue, not the database", async () => {
     const res = await t.root.post('/api/content/batch', [item()], { prefer: 'respond-async' });
     expect(res.status).toBe(202);
+    const healthy = await baseline(() => t.root.get(`/api/jobs/${res.body.jobId}`));
     redis.freeze();
     try {
       const started = Date.now();
       const status = await t.root.get(`/api/jobs/${res.body.jobId}`);
-      expect(Date.now() - started).toBeLessThan(3_000);
+      // The API's Redis commands give up after 2 s (commandTimeout): that wait, plus the work of a healthy call.
+      expect(Date.now() - started).toBeLessThan(within(2_000, healthy));
       expect(status.status).toBe(503);
       expect(status.body.error).toMatch(/Queue unavailable/);
       expect(status.headers.get('retry-after')).toBeTruthy();

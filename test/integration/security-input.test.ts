@@ -11,6 +11,7 @@ import { parse } from '../../src/validate.js';
 import { NOT_OWNER_DELETE, NOT_OWNER_UPSERT } from '../../src/content/schema.js';
 import * as contentStore from '../../src/content/store.js';
 import { HttpClient } from '../helpers/http.js';
+import { baseline, within } from '../helpers/pace.js';
 import { createTestEnv, startTestApp, type TestApp } from '../helpers/services.js';
 
 const M005 = '005_content_owner';
@@ -41,7 +42,8 @@ async function user(name: string, role = 1): Promise<HttpClient> {
 }
 
 beforeAll(async () => {
-  t = await startTestApp();
+  // Retries wait at least 10 s (½ × JOB_BACKOFF_MS): an answer within a bound well under that was the first attempt.
+  t = await startTestApp({ env: { JOB_BACKOFF_MS: '20000' } });
   alice = await user('alice');
   bob = await user('bob');
   admin = await user('admin1', 10);
@@ -91,6 +93,7 @@ describe('item 9: a NUL (U+0000) in a string is a 400 naming the field', () => {
 
   it('a NUL item in /api/content/batch fails only its own entry: the others are stored, without retries', async () => {
     const entries = [item(), item({ title: 'x\u0000y' }), item()];
+    const healthy = await baseline(() => alice.post('/api/content/batch', [item(), item(), item()]));
     const started = Date.now();
     const res = await alice.post('/api/content/batch', entries);
     expect(res.status).toBe(200);
@@ -99,8 +102,8 @@ describe('item 9: a NUL (U+0000) in a string is a 400 naming the field', () => {
     expect(res.body.created.map((c: { index: number }) => c.index)).toEqual([0, 2]);
     expect(await row(entries[0]!.url)).toBeTruthy();
     expect(await row(entries[1]!.url)).toBeUndefined();
-    // Retries back off from JOB_BACKOFF_MS (1 s): an answer this fast was the first attempt.
-    expect(Date.now() - started).toBeLessThan(1_000);
+    // A retry would wait at least 10 s (JOB_BACKOFF_MS 20 s, jitter ½): an answer within 20 × a healthy batch's time was the first attempt.
+    expect(Date.now() - started).toBeLessThan(Math.min(within(0, healthy), 9_000));
   });
 
   it('a value Postgres refuses becomes a 400 that is never retried, not a retriable 500', async () => {
@@ -396,9 +399,11 @@ describe('item 18: content items are changed only by their creator or an admin',
     // A job whose submitter was disabled meanwhile fails once, for good: 403, not retried.
     await t.platform.db('users').where({ id: ids.bob }).update({ status: 2 });
     try {
+      const healthy = await baseline(() => run(ids.alice!));
       const started = Date.now();
       await expect(run(ids.bob!)).rejects.toMatchObject({ status: 403 });
-      expect(Date.now() - started).toBeLessThan(1_000);
+      // Not retried: a retry would wait at least 10 s (JOB_BACKOFF_MS 20 s, jitter ½).
+      expect(Date.now() - started).toBeLessThan(Math.min(within(0, healthy), 9_000));
     } finally {
       await t.platform.db('users').where({ id: ids.bob }).update({ status: 1 });
     }

@@ -7,6 +7,7 @@ import { float32ToBase64, MAX_FLOATS_PER_REQUEST } from '../../src/embeddings/sc
 import { buildMessage, startDovecot, type DovecotServer } from '../helpers/dovecot.js';
 import { addPasswordAccount } from '../helpers/mail-accounts.js';
 import { HttpClient } from '../helpers/http.js';
+import { baseline, within } from '../helpers/pace.js';
 import { freePort, PrivateRedis } from '../helpers/redis-server.js';
 import { startTestApp, type TestApp } from '../helpers/services.js';
 import { startSmtp, type SmtpTestServer } from '../helpers/smtp.js';
@@ -178,7 +179,7 @@ describe('one app: the embeddings bound, mail jobs, payload clean-up', () => {
         'the payload row to go with its job',
         () => payloadRow(t, jobId),
         (row) => row === undefined,
-        3_000,
+        30_000,
       );
     });
 
@@ -220,7 +221,7 @@ describe('one app: the embeddings bound, mail jobs, payload clean-up', () => {
         'the payload row to go',
         () => payloadRow(t, jobId),
         (row) => row === undefined,
-        3_000,
+        30_000,
       );
     });
 
@@ -239,7 +240,7 @@ describe('one app: the embeddings bound, mail jobs, payload clean-up', () => {
           ...(await db('job_results').where({ job_id: 'mail-result-expired' })),
         ],
         (rows) => rows.length === 0,
-        5_000,
+        30_000,
       );
       expect(await payloadRow(t, 'mail-orphan-fresh')).toBeDefined();
       expect(await db('job_results').where({ job_id: 'mail-result-live' }).first()).toBeDefined();
@@ -277,8 +278,15 @@ describe('large embeddings results travel by reference, not over the shared repl
     const v1 = t.anon.withAuth(`Bearer ${key}`);
     const input = Array.from({ length: 2048 }, (_, i) => `document ${i} about topic ${i % 17}`);
 
+    // A small call's time before the big one, this run (the bound below grows with the machine's load).
+    const idle = await baseline(() => v1.post('/v1/embeddings', { model: 'local-hash-v1', input: 'a short one', dimensions: 8 }));
     let bigDone = false;
-    const big = v1.post('/v1/embeddings', { model: 'local-hash-v1', input, dimensions: 1024, encoding_format: 'base64' }).finally(() => (bigDone = true));
+    const bigStarted = performance.now();
+    let bigMs = 0;
+    const big = v1.post('/v1/embeddings', { model: 'local-hash-v1', input, dimensions: 1024, encoding_format: 'base64' }).finally(() => {
+      bigDone = true;
+      bigMs = performance.now() - bigStarted;
+    });
     const small: { status: number; ms: number }[] = [];
     while (!bigDone || small.length < 3) {
       const started = performance.now();
@@ -294,7 +302,8 @@ describe('large embeddings results travel by reference, not over the shared repl
       expect(d.embedding).toBe(float32ToBase64(embedLocalHash(input[i]!, 1024)));
     });
     expect(small.every((s) => s.status === 200)).toBe(true);
-    expect(Math.max(...small.map((s) => s.ms))).toBeLessThan(3_000);
+    // At once: none waited for the big call (a small call stuck behind it would take about as long as it did).
+    expect(Math.max(...small.map((s) => s.ms))).toBeLessThan(Math.max(within(0, idle), bigMs / 2));
 
     // Every reply on the shared channel was small; the big job's was a reference.
     expect(Math.max(...replies.map((r) => r.message.length))).toBeLessThan(64 * 1024);

@@ -249,11 +249,9 @@ describe('ModelBatcher', () => {
     const b = new ModelBatcher(async () => model, 2, 0, undefined, undefined, 2);
     const flood = Array.from({ length: 6 }, (_, r) => b.embed([`a${r}-0`, `a${r}-1`], { caller: 'a' }));
     await new Promise((r) => setTimeout(r, 5));
-    const t0 = performance.now();
     await b.embed(['b-only'], { caller: 'b' });
     // It ran in the free lane while caller a's call went on: its call started second, not after a's calls.
     expect(starts[1]).toBe('b-only');
-    expect(performance.now() - t0).toBeLessThan(25 * 6);
     await Promise.all(flood);
     expect(most).toBe(1);
   });
