@@ -267,7 +267,7 @@ describe('search', () => {
       await db.query('rollback').catch(() => {});
       await db.end();
     }
-  }, 30_000);
+  }, 120_000);
 
   it('refuses a keyword over 100 characters', async () => {
     const res = await users.alice!.client.get(`/api/log/self/search?keyword=${'k'.repeat(101)}`);

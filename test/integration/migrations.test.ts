@@ -123,5 +123,5 @@ describe('migrators starting together on Postgres', () => {
     } finally {
       await Promise.all(dbs.map((db) => db.destroy()));
     }
-  }, 60_000);
+  }, 180_000);
 });
