@@ -14,6 +14,7 @@ import dns from 'node:dns';
 import http from 'node:http';
 import https from 'node:https';
 import net, { BlockList, type LookupFunction } from 'node:net';
+import { tracing } from './telemetry.js';
 import { withTimeout } from './timeout.js';
 
 /** What a connection may use: the checked address to connect to, and the name for TLS (SNI, certificate). */
@@ -408,5 +409,8 @@ export function policyRequest(policy: OutboundPolicy, target: URL, init: { metho
     agents.set(policy, pool);
   }
   const secure = target.protocol === 'https:';
-  return (secure ? https : http).request(target, { ...init, agent: secure ? pool.https : pool.http, lookup: policy.lookup });
+  const request = (secure ? https : http).request(target, { ...init, agent: secure ? pool.https : pool.http, lookup: policy.lookup });
+  // Traces on: a client span (relayed upstream calls, webhook deliveries) naming the host, port and path only.
+  tracing()?.outgoing(request, target, init.method);
+  return request;
 }

@@ -4,6 +4,7 @@ import { createLogger, type Logger } from './log.js';
 import { jobEndListeners, jobKinds } from './job-kinds.js';
 import { createPlatform, type Platform, type PlatformOptions } from './platform.js';
 import { ensureRedis, RedisUnavailableError, type RedisHandle } from './redis.js';
+import { startTracing, stopTracing, TraceConfigError } from './telemetry.js';
 import { withTimeout } from './timeout.js';
 
 export interface Running {
@@ -43,6 +44,14 @@ export async function runProcess(
   process.once('SIGTERM', () => onSignal('SIGTERM'));
   process.once('SIGINT', () => onSignal('SIGINT'));
   if (opts.requireServerDb && config.embeddedDb) fatal(opts.requireServerDb);
+  // Traces (OTEL_* variables): on, the SDK loads here, before anything connects; off, nothing is loaded.
+  try {
+    const traces = await startTracing(name);
+    if (traces) log.info({ exporters: traces.exporters, protocol: traces.protocol }, 'traces on (OpenTelemetry)');
+  } catch (err) {
+    if (err instanceof TraceConfigError) fatal(err.message);
+    throw err;
+  }
 
   let redisHandle: RedisHandle;
   try {
@@ -93,6 +102,7 @@ export async function runProcess(
       // A job abandoned at the deadline may still hold a database connection (a statement
       // waiting on a lock): closing must not wait for it. Its job runs again elsewhere.
       await withTimeout(platform.close(), 2_000).catch((err) => log.warn({ err }, 'connections did not close in time; exiting anyway'));
+      await withTimeout(stopTracing(), 2_000).catch((err) => log.warn({ err }, 'traces not sent in time; exiting anyway'));
       await redisHandle.stop();
       log.info('stopped');
       process.exit(0);

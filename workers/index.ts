@@ -7,6 +7,7 @@ import { queueHooks } from '../src/job-kinds.js';
 import { announceJobEnd, type JobContext, type QueueHooks } from '../src/jobs/define.js';
 import { CANCEL_REASON, cancelChannel, cancelledError, cancelRequested, isCancelled, JobCancelled } from '../src/jobs/cancel.js';
 import { OwnerSlots } from '../src/jobs/fairness.js';
+import { tracing } from '../src/telemetry.js';
 import type { JobEnd, JobKind, JobKinds } from '../src/jobs/registry.js';
 import {
   DELIVERED,
@@ -78,6 +79,8 @@ export async function startWorkers(p: Platform, queues: readonly QueueName[]): P
       maxStalledCount: 2,
       // Kinds that declare their retry delays (DECLARED_BACKOFF): webhook deliveries honour Retry-After.
       settings: { backoffStrategy: (attemptsMade, _type, err, job) => declaredDelay(p, kinds, attemptsMade, err, job) },
+      // Traces on: a job's span continues the trace of the request that made it (src/telemetry.ts).
+      telemetry: tracing()?.bullmq,
     });
     worker.on('error', (err) => p.log.warn({ err, queue }, 'worker error'));
     // A stored payload goes only once BullMQ has recorded the job's completion (this event comes after it): a

@@ -4,11 +4,14 @@ import { AppError } from '../errors.js';
 import { LOCAL_HASH_DEFAULT_DIMENSIONS } from './local-hash.js';
 import { MAX_FLOATS_PER_REQUEST, type GenerationOutcome, type GenerationRequest } from './schema.js';
 import { sayGone } from './gone.js';
+import { tracing } from '../telemetry.js';
 
 interface Pending {
   req: GenerationRequest;
   resolve: (o: GenerationOutcome) => void;
   reject: (e: unknown) => void;
+  /** Traces on: the caller's context, so the job joins the trace of the request it serves (src/telemetry.ts). */
+  trace?: unknown;
 }
 
 /**
@@ -67,7 +70,7 @@ export class EmbeddingsCoalescer {
    */
   submit(req: GenerationRequest, left?: AbortSignal): Promise<GenerationOutcome> {
     return new Promise((resolve, reject) => {
-      const entry: Pending = { req, resolve, reject };
+      const entry: Pending = { req, resolve, reject, trace: tracing()?.capture() };
       left?.addEventListener(
         'abort',
         () => {
@@ -145,16 +148,25 @@ export class EmbeddingsCoalescer {
     const load = Math.min(...batch.map((b) => this.outstanding.get(b.req.caller) ?? 0));
     for (const b of batch) this.outstanding.set(b.req.caller, (this.outstanding.get(b.req.caller) ?? 0) + 1);
     try {
-      const run = await this.p.jobs.run(
-        'embeddings.create',
-        { requests: batch.map((b) => b.req) },
-        {
-          owner: null,
-          waitMs: this.p.config.SYNC_WAIT_MS,
-          sizeHint: payloadSizeBound(batch),
-          ...(load > 0 ? { options: { priority: Math.min(load, 2_000_000) } } : {}),
-        },
-      );
+      const job = () =>
+        this.p.jobs.run(
+          'embeddings.create',
+          { requests: batch.map((b) => b.req) },
+          {
+            owner: null,
+            waitMs: this.p.config.SYNC_WAIT_MS,
+            sizeHint: payloadSizeBound(batch),
+            ...(load > 0 ? { options: { priority: Math.min(load, 2_000_000) } } : {}),
+          },
+        );
+      // Traces on: the job is a child of its first call's request and linked to the others' (it ran later, elsewhere).
+      const traces = tracing();
+      const run = traces
+        ? await traces.span('embeddings.job', { 'switchyard.calls': batch.length }, job, {
+            parent: batch[0]!.trace,
+            links: batch.slice(1).map((b) => b.trace),
+          })
+        : await job();
       if (!run.done || !Array.isArray(run.result))
         throw new AppError(504, 'Embedding generation did not finish in time; try again.', { code: 'timeout', type: 'server_error' });
       batch.forEach((b, i) => b.resolve(run.result[i]!));

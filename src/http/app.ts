@@ -26,6 +26,8 @@ import { docsRouter } from './openapi.js';
 import { jobsRouter } from './jobs-routes.js';
 import { boardEndpoint, boardMiddleware } from './board.js';
 import { consoleMiddleware } from './console.js';
+import { traceRequests } from './tracing.js';
+import { tracing } from '../telemetry.js';
 import type { ApiRouter, Endpoint } from './route.js';
 
 export function createApp(p: Platform): Koa {
@@ -51,6 +53,9 @@ export function createApp(p: Platform): Koa {
       .map((e) => `${e.method.toUpperCase()} ${e.path}`),
   );
 
+  // Traces on (src/telemetry.ts): each request's server span, around everything else.
+  const traces = tracing();
+  if (traces) app.use(traceRequests(traces));
   app.use(requestContext(p));
   app.use(noFraming());
   app.use(errorMiddleware());

@@ -10,6 +10,7 @@ import type { Logger } from '../log.js';
 import type { Redis } from '../redis.js';
 import type { Secrets } from '../secrets.js';
 import { createRedis, redisKeys, subscribeTo, waitForReplica } from '../redis.js';
+import { tracing } from '../telemetry.js';
 import { withTimeout } from '../timeout.js';
 import { CANCELLED_CODE } from './cancel.js';
 import type { JobEndListener, JobKind, JobKinds, JobRegistry, NameIn, PayloadIn, ResultIn } from './registry.js';
@@ -133,6 +134,8 @@ export class JobClient<K extends JobKinds = JobRegistry> {
         prefix: redisKeys(config).queuePrefix(name),
         defaultJobOptions: defaultJobOptions(config),
         skipWaitingForReady: true,
+        // Traces on: each job carries its trace context, and the worker's span continues it (src/telemetry.ts).
+        telemetry: tracing()?.bullmq,
       });
       queue.on('error', (err) => log.warn({ err, queue: name }, 'queue error'));
       this.queues.set(name, queue);

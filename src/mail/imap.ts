@@ -5,6 +5,7 @@ import type { Platform } from '../platform.js';
 import { AppError } from '../errors.js';
 import { isCancelled, stopIfCancelled } from '../jobs/cancel.js';
 import { OutboundRefusedError, outboundPolicy, type Vetted } from '../outbound.js';
+import { inSpan } from '../telemetry.js';
 import { accessToken, forgetAccessToken } from './oauth.js';
 import type { Address, MailboxName } from './schema.js';
 import type { MailAccount, NewMessage } from './store.js';
@@ -156,15 +157,22 @@ const notImapServer = (account: MailAccount) =>
  * Runs `fn` in one IMAP session and always logs out (or drops the socket). An OAuth2 account
  * whose cached access token is refused gets one retry with a freshly granted token.
  */
-export async function withImap<T>(p: Platform, account: MailAccount, fn: (client: ImapFlow) => Promise<T>, signal?: AbortSignal): Promise<T> {
+export function withImap<T>(p: Platform, account: MailAccount, fn: (client: ImapFlow) => Promise<T>, signal?: AbortSignal): Promise<T> {
+  // Traces on: the session, its connection and each command group are spans (server and account id, never a credential).
+  const session = { 'server.address': account.imap.host, 'server.port': account.imap.port, 'switchyard.mail.account_id': account.id };
+  return inSpan('imap.session', session, () => imapSession(p, account, fn, signal));
+}
+
+async function imapSession<T>(p: Platform, account: MailAccount, fn: (client: ImapFlow) => Promise<T>, signal?: AbortSignal): Promise<T> {
   let client: ImapFlow;
   stopIfCancelled(signal);
+  const connect = (fresh: boolean) => inSpan('imap.connect', { 'switchyard.mail.auth': account.auth.type }, () => login(p, account, fresh, signal));
   try {
-    client = await login(p, account, false, signal);
+    client = await connect(false);
   } catch (err) {
     if (account.auth.type !== 'oauth2' || !(err as { authenticationFailed?: boolean }).authenticationFailed) throw mailServerError(err, 'IMAP server');
     try {
-      client = await login(p, account, true, signal);
+      client = await connect(true);
     } catch (again) {
       throw mailServerError(again, 'IMAP server');
     }
@@ -174,7 +182,7 @@ export async function withImap<T>(p: Platform, account: MailAccount, fn: (client
   } catch (err) {
     throw mailServerError(err, 'IMAP server');
   } finally {
-    await client.logout().catch(() => client.close());
+    await inSpan('imap.logout', {}, () => client.logout()).catch(() => client.close());
   }
 }
 
@@ -235,7 +243,15 @@ export interface Fetched {
  * empty answer (imapflow would reject "1:*" there). IMAP's SINCE is by day, so the exact time
  * is checked here too.
  */
-export async function fetchMessages(client: ImapFlow, path: string, f: FetchFilter): Promise<Fetched> {
+export function fetchMessages(client: ImapFlow, path: string, f: FetchFilter): Promise<Fetched> {
+  return inSpan('imap.fetch', { 'switchyard.mail.mailbox': path, 'switchyard.mail.limit': f.limit }, async (span) => {
+    const fetched = await fetchFrom(client, path, f);
+    span?.set({ 'switchyard.mail.messages': fetched.messages.length });
+    return fetched;
+  });
+}
+
+async function fetchFrom(client: ImapFlow, path: string, f: FetchFilter): Promise<Fetched> {
   const lock = await client.getMailboxLock(path, { readOnly: true });
   const raw: FetchMessageObject[] = [];
   let box: MailboxObject;
@@ -277,43 +293,53 @@ export async function fetchMessages(client: ImapFlow, path: string, f: FetchFilt
 }
 
 /** All UIDs of a folder (for syncing the stored copy), with its UIDVALIDITY. */
-export async function listUids(client: ImapFlow, path: string): Promise<{ uidValidity: number; uids: number[] }> {
-  const lock = await client.getMailboxLock(path, { readOnly: true });
-  try {
-    const box = client.mailbox as MailboxObject;
-    const uids = box.exists ? (await client.search({ all: true }, { uid: true })) || [] : [];
-    return { uidValidity: Number(box.uidValidity), uids };
-  } finally {
-    lock.release();
-  }
+export function listUids(client: ImapFlow, path: string): Promise<{ uidValidity: number; uids: number[] }> {
+  return inSpan('imap.search', { 'switchyard.mail.mailbox': path }, async () => {
+    const lock = await client.getMailboxLock(path, { readOnly: true });
+    try {
+      const box = client.mailbox as MailboxObject;
+      const uids = box.exists ? (await client.search({ all: true }, { uid: true })) || [] : [];
+      return { uidValidity: Number(box.uidValidity), uids };
+    } finally {
+      lock.release();
+    }
+  });
 }
 
 /** Flags every message \Deleted and expunges exactly those (UID EXPUNGE where supported). */
-export async function deleteAll(client: ImapFlow, path: string): Promise<number> {
-  const lock = await client.getMailboxLock(path);
-  try {
-    const box = client.mailbox as MailboxObject;
-    if (!box.exists) return 0;
-    const uids = (await client.search({ all: true }, { uid: true })) || [];
-    if (uids.length === 0) return 0;
-    await client.messageDelete(uids.join(','), { uid: true });
-    return uids.length;
-  } finally {
-    lock.release();
-  }
+export function deleteAll(client: ImapFlow, path: string): Promise<number> {
+  return inSpan('imap.delete', { 'switchyard.mail.mailbox': path }, async () => {
+    const lock = await client.getMailboxLock(path);
+    try {
+      const box = client.mailbox as MailboxObject;
+      if (!box.exists) return 0;
+      const uids = (await client.search({ all: true }, { uid: true })) || [];
+      if (uids.length === 0) return 0;
+      await client.messageDelete(uids.join(','), { uid: true });
+      return uids.length;
+    } finally {
+      lock.release();
+    }
+  });
 }
 
 /** The next UID of a folder without selecting it. */
-export async function uidNextOf(client: ImapFlow, path: string): Promise<number> {
-  const s = await client.status(path, { uidNext: true });
-  return s ? Number(s.uidNext ?? 0) : 0;
+export function uidNextOf(client: ImapFlow, path: string): Promise<number> {
+  return inSpan('imap.status', { 'switchyard.mail.mailbox': path }, async () => {
+    const s = await client.status(path, { uidNext: true });
+    return s ? Number(s.uidNext ?? 0) : 0;
+  });
 }
 
 /**
  * Waits up to `ms` for something to change in INBOX: IDLE on INBOX wakes at once on new mail;
  * the caller polls other folders between waits.
  */
-export async function waitForInbox(client: ImapFlow, ms: number): Promise<void> {
+export function waitForInbox(client: ImapFlow, ms: number): Promise<void> {
+  return inSpan('imap.idle', { 'switchyard.mail.wait_ms': ms }, () => idleOnInbox(client, ms));
+}
+
+async function idleOnInbox(client: ImapFlow, ms: number): Promise<void> {
   const lock = await client.getMailboxLock('INBOX');
   let onExists: () => void = () => {};
   const woke = new Promise<void>((resolve) => (onExists = resolve));

@@ -6,6 +6,7 @@ import { AppError } from '../errors.js';
 import type { Vetted } from '../outbound.js';
 import { accessToken } from './oauth.js';
 import { mailServerError, mailTarget } from './imap.js';
+import { inSpan } from '../telemetry.js';
 import type { SendResult } from './schema.js';
 import type { MailAccount } from './store.js';
 
@@ -50,7 +51,18 @@ function smtpError(account: MailAccount, err: unknown): AppError {
   return mailServerError(err, 'SMTP server');
 }
 
-export async function sendMail(p: Platform, account: MailAccount, m: Outgoing): Promise<SendResult> {
+export function sendMail(p: Platform, account: MailAccount, m: Outgoing): Promise<SendResult> {
+  // Traces on: one span (server, account id and the number of recipients; never an address, the subject or the text).
+  const attributes = {
+    'server.address': account.smtp.host,
+    'server.port': account.smtp.port,
+    'switchyard.mail.account_id': account.id,
+    'switchyard.mail.recipients': m.to.length + m.cc.length + m.bcc.length,
+  };
+  return inSpan('smtp.send', attributes, () => send(p, account, m));
+}
+
+async function send(p: Platform, account: MailAccount, m: Outgoing): Promise<SendResult> {
   const target = await mailTarget(p, 'smtp.host', account.smtp.host);
   const auth =
     account.auth.type === 'password'

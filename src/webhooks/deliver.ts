@@ -10,6 +10,7 @@ import { OwnerSlots } from '../jobs/fairness.js';
 import { OutboundRefusedError, type OutboundPolicy, outboundPolicy, policyRequest } from '../outbound.js';
 import { RESPONSE_EXCERPT_BYTES, type EndpointRow } from './schema.js';
 import * as store from './store.js';
+import { inSpan } from '../telemetry.js';
 
 /** `v1,<base64 HMAC-SHA256 of id.timestamp.body>` keyed with the base64-decoded part of the secret after whsec_. */
 export function signature(secret: string, id: string, timestamp: number, body: string): string {
@@ -110,8 +111,15 @@ export async function runDelivery(payload: { eventId: string; endpointId: number
     await job.moveToDelayed(Date.now() + SLOT_RETRY_MS * (0.5 + Math.random()), token);
     throw new DelayedError();
   }
+  // Traces on: the attempt is a span (endpoint id, event type, attempt; the body and the secrets are not recorded),
+  // holding the POST's client span (src/outbound.ts).
+  const attributes = {
+    'switchyard.webhook.endpoint_id': endpoint.id,
+    'switchyard.webhook.event_type': event.type,
+    'switchyard.webhook.attempt': job.attemptsMade + 1,
+  };
   try {
-    return await attempt(ctx, endpoint, event);
+    return await inSpan('webhook.deliver', attributes, () => attempt(ctx, endpoint, event));
   } finally {
     if (token) await slots.release('webhook-endpoint', endpoint.id, job.id!).catch(() => {});
   }
