@@ -186,6 +186,8 @@ const envSchema = z.object({
     return z.NEVER;
   }),
   LOCAL_MODEL_PRICE: z.coerce.number().min(0).max(1e12).default(0),
+  /** Admins may set their own quota (PUT /api/user/self), as root always may: no one above them does it otherwise. */
+  ADMIN_SELF_QUOTA: bool(false),
   /** One-api's GroupRatio: a JSON object of user group → price ratio; every priced call costs its price times its user's group's ratio (a group not named: 1). */
   GROUP_RATIO: optionalString.transform((v, ctx) => {
     const ratios = groupRatios(v ?? `{"${DEFAULT_GROUP}":1}`);

@@ -97,7 +97,7 @@ const updateSelf = endpoint(
   {
     method: 'put',
     path: '/api/user/self',
-    summary: 'Change own display name, email or password',
+    summary: 'Change own display name, email or password; root (admins too where ADMIN_SELF_QUOTA is true) its own quota',
     auth: 'user',
     body: schema.updateSelfBody,
     responses: { 200: oneUser },

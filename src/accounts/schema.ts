@@ -1,5 +1,6 @@
 // Request schemas and row shapes of accounts (users, tokens, redemption codes), one-api compatible.
 import { z } from 'zod';
+import type { Config } from '../config.js';
 import { DEFAULT_GROUP, GROUP_NAME } from '../groups.js';
 import { parseCidr } from '../outbound.js';
 import { parse, rowId } from '../validate.js';
@@ -58,11 +59,16 @@ export const updateUserBody = z.object({
 });
 export type UpdateUserInput = z.output<typeof updateUserBody>;
 
+/** The lowest role that may set its own quota: root always; admins too where ADMIN_SELF_QUOTA is on. */
+export const ownQuotaMinRole = (config: Pick<Config, 'ADMIN_SELF_QUOTA'>): number => (config.ADMIN_SELF_QUOTA ? ROLE.admin : ROLE.root);
+
 export const updateSelfBody = z.object({
   display_name: z.string({ error: 'must be a string' }).max(64).optional(),
   email: z.email('must be an email address').max(254).optional().or(z.literal('')),
   password: password.optional(),
   original_password: z.string().max(128).optional(),
+  /** Root's own quota (and an admin's, where ADMIN_SELF_QUOTA is on): nobody else may change theirs. */
+  quota: quota.optional(),
 });
 export type UpdateSelfInput = z.output<typeof updateSelfBody>;
 

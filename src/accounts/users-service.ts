@@ -5,6 +5,7 @@ import { disableChannelsOfMaker } from '../channels/store.js';
 import { DEFAULT_GROUP } from '../groups.js';
 import { badRequest, forbidden, notFound } from '../errors.js';
 import { userChangedEntries, userCreatedEntries, userDeletedEntry } from '../logs/entries.js';
+import { LOG_TYPE } from '../logs/schema.js';
 import { insertLogs } from '../logs/store.js';
 import type { Platform } from '../platform.js';
 import { randomAlnum, sha256Hex } from '../secrets.js';
@@ -12,6 +13,7 @@ import type { AuthUser, Principal } from './auth.js';
 import { hashPassword, verifyPassword } from './passwords.js';
 import {
   type CreateUserInput,
+  ownQuotaMinRole,
   type PageQuery,
   pageOf,
   ROLE,
@@ -36,10 +38,23 @@ export async function getSelf(p: Platform, me: AuthUser): Promise<UserView> {
   return store.publicUser(row);
 }
 
-/** A new password needs the current one, and ends every other way in: other sessions, and the access token. */
+/**
+ * A new password needs the current one, and ends every other way in: other sessions, and the access token. A quota
+ * is root's to set for itself (nobody is above root to set it), and admins' where ADMIN_SELF_QUOTA says so; the
+ * change is a top-up row on the user's logs, as an admin's change of another user's quota is.
+ */
 export async function updateSelf(p: Platform, principal: Principal, body: UpdateSelfInput): Promise<UserView> {
   const row = (await store.getUser(p.db, principal.user.id))!;
   const patch: UserPatch = {};
+  if (body.quota !== undefined) {
+    if (row.role < ownQuotaMinRole(p.config)) {
+      throw forbidden('quota: only root sets its own quota (admins too where ADMIN_SELF_QUOTA is true); ask a user above you', {
+        code: 'self_quota',
+        param: 'quota',
+      });
+    }
+    patch.quota = body.quota;
+  }
   if (body.display_name !== undefined) patch.display_name = body.display_name;
   if (body.email !== undefined) patch.email = body.email || null;
   if (body.password !== undefined) {
@@ -57,9 +72,15 @@ export async function updateSelf(p: Platform, principal: Principal, body: Update
       await store.deleteUserSessions(trx, row.id, principal.sessionHash);
       await store.setAccessTokenHash(trx, row.id, null);
     }
+    if (changed && patch.quota !== undefined && changed.quota !== row.quota) {
+      await insertLogs(
+        trx,
+        userChangedEntries(principal.user, row, changed, false).filter((e) => e.type === LOG_TYPE.topup),
+      );
+    }
     return changed;
   });
-  if (patch.password_hash) p.auth.forgetUser(row.id);
+  if (patch.password_hash || patch.quota !== undefined) p.auth.forgetUser(row.id);
   return store.publicUser(updated!);
 }
 

@@ -143,6 +143,9 @@ export const statusView = z.object({
   display_in_currency: z.boolean(),
   quota_unit: z.string(),
   log_retention_days: z.number(),
+  own_quota_min_role: z
+    .number()
+    .describe('the lowest role that may set its own quota (PUT /api/user/self with quota): 100, root only; 10 where ADMIN_SELF_QUOTA is true'),
   logo: z.string(),
   footer_html: z.string(),
   server_address: z.string(),

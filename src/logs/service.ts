@@ -3,7 +3,7 @@
 import fs from 'node:fs';
 import type { z } from 'zod';
 import type { Principal } from '../accounts/auth.js';
-import { ROLE } from '../accounts/schema.js';
+import { ownQuotaMinRole, ROLE } from '../accounts/schema.js';
 import { findUserByUsername } from '../accounts/store.js';
 import type { Config } from '../config.js';
 import type { Db } from '../db.js';
@@ -101,7 +101,7 @@ function packageVersion(): string {
 }
 
 /** What one-api frontends read first: version, start time, features, the quota unit. */
-export function status(config: Pick<Config, 'LOG_RETENTION_DAYS'>): z.infer<typeof schema.statusView> {
+export function status(config: Pick<Config, 'LOG_RETENTION_DAYS' | 'ADMIN_SELF_QUOTA'>): z.infer<typeof schema.statusView> {
   version ??= packageVersion();
   return {
     version,
@@ -116,6 +116,7 @@ export function status(config: Pick<Config, 'LOG_RETENTION_DAYS'>): z.infer<type
     display_in_currency: false,
     quota_unit: 'quota',
     log_retention_days: config.LOG_RETENTION_DAYS,
+    own_quota_min_role: ownQuotaMinRole(config),
     logo: '',
     footer_html: '',
     server_address: '',

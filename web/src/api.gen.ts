@@ -4593,6 +4593,8 @@ export interface paths {
                                 github_oauth: boolean;
                                 log_retention_days: number;
                                 logo: string;
+                                /** @description the lowest role that may set its own quota (PUT /api/user/self with quota): 100, root only; 10 where ADMIN_SELF_QUOTA is true */
+                                own_quota_min_role: number;
                                 /** @description quota is a plain integer: shown as is */
                                 quota_per_unit: number;
                                 quota_unit: string;
@@ -5690,6 +5692,7 @@ export interface paths {
                         email?: string | "";
                         original_password?: string;
                         password?: string;
+                        quota?: number;
                     };
                 };
             };

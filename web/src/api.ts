@@ -137,11 +137,16 @@ const HEADLINES: Record<number, MessageKey> = {
   504: 'error.timeout',
 };
 
+/** The codes of a call refused for want of quota: the user's (insufficient_quota) or the API key's (token_exhausted). */
+const QUOTA_CODES = new Set(['insufficient_quota', 'token_exhausted']);
+
 /** What to tell people about a failure: a headline in their language, and the server's explanation. */
 export function describeError(err: unknown): { headline: string; detail: string } {
   if (!(err instanceof ApiError)) return { headline: t('error.unexpected'), detail: err instanceof Error ? err.message : '' };
   const { status, detail, retryAfter } = err;
   if (status === 0) return { headline: t('error.network'), detail: '' };
+  // Short of quota (the user's or the key's): a 403 or 401 by status, but nothing to do with who may do what.
+  if (err.code && QUOTA_CODES.has(err.code)) return { headline: t('error.quota'), detail };
   if (status === 429 && retryAfter) return { headline: t('error.rateLimitedFor', { s: retryAfter }), detail };
   return { headline: t(HEADLINES[status] ?? (status >= 500 ? 'error.server' : 'error.unexpected')), detail };
 }

@@ -1,4 +1,5 @@
-// Choose the API key a /v1 call goes out with: one made in this tab (kept in memory), one pasted, or a new one.
+// Choose the API key a /v1 call goes out with: one made in this tab (kept in memory), one pasted, or a new one that
+// expires by itself (the page cannot show a key again after a reload, so a permanent one per visit would pile up).
 import { useState } from 'preact/hooks';
 import { post } from './api';
 import { InputField, SelectField } from './form';
@@ -9,7 +10,11 @@ import { ErrorNote, useAction } from './ui';
 
 const PASTE = 'paste';
 
-export function KeyPicker(props: { value: string; onChange: (key: string) => void; purpose: string }) {
+/**
+ * `purpose` names the keys it makes ("playground (temporary)"); `hours` is how long they live (a batch's key must
+ * outlive the batch's 24 hours and the download of its output).
+ */
+export function KeyPicker(props: { value: string; onChange: (key: string) => void; purpose: string; hours: number }) {
   const remembered = useRememberedKeys();
   const [choice, setChoice] = useState<string>(() => (remembered.find((k) => k.key === props.value) ? props.value : (remembered[0]?.key ?? PASTE)));
   const [pasted, setPasted] = useState(remembered.some((k) => k.key === props.value) ? '' : props.value);
@@ -21,7 +26,8 @@ export function KeyPicker(props: { value: string; onChange: (key: string) => voi
   };
   const create = () =>
     action.run(async () => {
-      const tok = await post<Token>('/api/token/', { name: props.purpose, unlimited_quota: true });
+      const expires = Math.floor(Date.now() / 1000) + props.hours * 3600;
+      const tok = await post<Token>('/api/token/', { name: t('picker.keyName', { purpose: props.purpose }), unlimited_quota: true, expired_time: expires });
       rememberKey({ id: tok.id, name: tok.name, key: tok.key });
       setChoice(tok.key);
       props.onChange(tok.key);
@@ -32,7 +38,7 @@ export function KeyPicker(props: { value: string; onChange: (key: string) => voi
       <div class="inline-form">
         <SelectField
           label={t('picker.key')}
-          hint={t('picker.hint')}
+          hint={t('picker.hint', { hours: props.hours })}
           name="key"
           value={choice}
           onValue={choose}

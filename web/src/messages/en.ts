@@ -157,10 +157,11 @@ export const en = {
   'keys.deleted': 'Key deleted.',
 
   'picker.key': 'API key',
-  'picker.hint': 'Keys made in this tab are kept in memory until you close it or sign out; others can be pasted.',
+  'picker.hint':
+    'Keys made in this tab are kept in memory until you close it or sign out; others can be pasted. A key made here expires by itself after {hours} hours.',
   'picker.paste': 'Paste a key…',
   'picker.pasteLabel': 'Key (sk-…)',
-  'picker.create': 'Make a new key',
+  'picker.create': 'Make a temporary key',
 
   'playground.title': 'Embeddings playground',
   'playground.intro': 'Turn two or more texts into vectors with a model and see how similar they are (cosine similarity).',
@@ -517,6 +518,15 @@ export const en = {
   'jobs.why': 'Why it failed',
   'jobs.stored': 'The {n} entries done',
   'jobs.rawResult': 'The result as JSON',
+  'picker.keyName': '{purpose} (temporary)',
+  'error.quota':
+    'Not enough quota for this. A redemption code (on the dashboard) or an administrator adds quota; root, and admins where allowed, set their own on the Account page.',
+  'playground.allowOther': 'Embed texts use-lite does not know anyway (other scripts, emoji: their vectors are noise)',
+  'playground.unsupported':
+    'Text {n} is in a script or language that {model} (an English model) does not know: its vector would be noise. Choose local-hash-v1 or another model for it, or tick "{allow}".',
+  'account.ownQuota': 'Your quota',
+  'account.ownQuotaHint':
+    'No one is above you to add quota to your account, so you set it here; your calls to priced models spend it like anyone’s. The change is logged as a top-up.',
 };
 
 export type MessageKey = keyof typeof en;

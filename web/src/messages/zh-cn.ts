@@ -159,10 +159,10 @@ export const zhCN: Record<MessageKey, string> = {
   'keys.deleted': '密钥已删除。',
 
   'picker.key': 'API 密钥',
-  'picker.hint': '在此标签页创建的密钥保存在内存中，直到关闭页面或退出登录；其他密钥可以粘贴。',
+  'picker.hint': '在此标签页创建的密钥保存在内存中，直到关闭页面或退出登录；其他密钥可以粘贴。在这里创建的密钥 {hours} 小时后自动过期。',
   'picker.paste': '粘贴密钥…',
   'picker.pasteLabel': '密钥（sk-…）',
-  'picker.create': '新建一个密钥',
+  'picker.create': '新建临时密钥',
 
   'playground.title': '向量试验场',
   'playground.intro': '用模型把两段或更多文本变成向量，并查看它们的相似度（余弦相似度）。',
@@ -515,4 +515,10 @@ export const zhCN: Record<MessageKey, string> = {
   'jobs.why': '失败原因',
   'jobs.stored': '成功的 {n} 条',
   'jobs.rawResult': '结果的 JSON',
+  'picker.keyName': '{purpose}（临时）',
+  'error.quota': '额度不足。可在仪表盘兑换兑换码，或请管理员增加额度；root（以及获准的管理员）可在“我的账户”页设置自己的额度。',
+  'playground.allowOther': '仍然嵌入 use-lite 不认识的文本（其他文字、表情符号：得到的向量没有意义）',
+  'playground.unsupported': '文本 {n} 的文字或语言是 {model}（英文模型）不认识的：它的向量没有意义。请为它选择 local-hash-v1 或其他模型，或勾选“{allow}”。',
+  'account.ownQuota': '我的额度',
+  'account.ownQuotaHint': '没有比你角色更高的用户能为你增加额度，所以在这里自己设置；你调用收费模型时和其他人一样消耗它。修改会记为一条充值日志。',
 };

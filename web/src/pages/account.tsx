@@ -1,13 +1,13 @@
-// Your account: display name and email, and a new password (your other sessions end when it changes).
+// Your account: display name and email, a new password (your other sessions end when it changes), and root's own quota.
 import { useState } from 'preact/hooks';
-import { put } from '../api';
+import { get, put } from '../api';
 import { ActionForm, InputField } from '../form';
 import { fmtDate, fmtNumber } from '../format';
 import { t } from '../i18n';
 import { roleName } from '../labels';
 import { setUser, useSession } from '../session';
-import type { User } from '../types';
-import { Facts, Page, toast, useAction } from '../ui';
+import type { Status, User } from '../types';
+import { Facts, Page, toast, useAction, useAsync } from '../ui';
 
 export default function AccountPage() {
   const { user } = useSession();
@@ -18,6 +18,7 @@ export default function AccountPage() {
         <Profile me={me} />
         <Password />
       </div>
+      <OwnQuota me={me} />
       <section class="card">
         <h2>{t('account.about')}</h2>
         <Facts
@@ -51,6 +52,38 @@ function Profile(props: { me: User }) {
     >
       <InputField label={t('users.displayName')} name="display_name" maxLength={64} value={displayName} onValue={setDisplayName} />
       <InputField label={t('account.email')} name="email" type="email" value={email} onValue={setEmail} />
+    </ActionForm>
+  );
+}
+
+/**
+ * Root's own quota (admins' too where the server allows it: /api/status's own_quota_min_role): nobody is above root to
+ * give it any, and its calls to priced models are charged like anyone's.
+ */
+function OwnQuota(props: { me: User }) {
+  const status = useAsync(() => get<Status>('/api/status'), []);
+  const [quota, setQuota] = useState(String(props.me.quota));
+  const action = useAction();
+  if (!status.data || props.me.role < status.data.own_quota_min_role) return null;
+  return (
+    <ActionForm
+      class="card form"
+      action={action}
+      onSubmit={async () => {
+        const me = await put<User>('/api/user/self', { quota: Number(quota) });
+        setUser(me);
+        setQuota(String(me.quota));
+        toast(t('common.saved'));
+      }}
+      submitLabel={t('common.save')}
+      head={
+        <>
+          <h2>{t('account.ownQuota')}</h2>
+          <p class="muted">{t('account.ownQuotaHint')}</p>
+        </>
+      }
+    >
+      <InputField label={t('common.quota')} name="own_quota" type="number" min={0} step={1} required value={quota} onValue={setQuota} />
     </ActionForm>
   );
 }

@@ -86,7 +86,7 @@ export default function BatchesPage() {
     >
       <p class="muted">{t('batches.intro')}</p>
       <div class="card">
-        <KeyPicker value={key} onChange={setKey} purpose="batches" />
+        <KeyPicker value={key} onChange={setKey} purpose="batches" hours={168} />
         <UploadForm
           auth={auth}
           usable={usable}

@@ -1,7 +1,7 @@
 // Embeddings playground: pick a key and a model, type texts, see dimensions, tokens and how similar the texts are.
 import { useEffect, useState } from 'preact/hooks';
-import { get, post } from '../api';
-import { InputField, SelectField } from '../form';
+import { ApiError, get, post } from '../api';
+import { CheckField, InputField, SelectField } from '../form';
 import { fmtNumber } from '../format';
 import { t } from '../i18n';
 import { KeyPicker } from '../key-picker';
@@ -25,6 +25,20 @@ interface Outcome {
 
 const EXAMPLE = ['How do I reset my password?', 'Password reset instructions', '如何重置我的密码？', 'The weather is nice today'];
 
+const USE_LITE = 'use-lite';
+
+/**
+ * The server names a text by its place in what was sent (`input[2]`), which is not the number of its box when boxes are
+ * left empty, and suggests a request field: said again in the form's terms (its text number, its check box).
+ */
+function inFormWords(err: unknown, sent: { number: number }[]): unknown {
+  if (!(err instanceof ApiError) || err.code !== 'unsupported_text') return err;
+  const i = Number(/^input\[(\d+)\]/.exec(err.detail)?.[1]);
+  const n = sent[i]?.number;
+  if (n === undefined) return err;
+  return new ApiError(err.status, t('playground.unsupported', { n, model: USE_LITE, allow: t('playground.allowOther') }), err.code);
+}
+
 export function cosine(a: number[], b: number[]): number {
   let dot = 0;
   let na = 0;
@@ -44,6 +58,7 @@ export default function PlaygroundPage() {
   const [texts, setTexts] = useState<string[]>(['', '']);
   const [dimensions, setDimensions] = useState('');
   const [outcome, setOutcome] = useState<Outcome | null>(null);
+  const [allowOther, setAllowOther] = useState(false);
   const action = useAction();
 
   const models = useAsync(async () => {
@@ -55,16 +70,28 @@ export default function PlaygroundPage() {
     if (list.length && !list.some((m) => m.id === model)) setModel(list.find((m) => m.id === 'local-hash-v1')?.id ?? list[0]!.id);
   }, [models.data, model]);
 
-  const filled = texts.map((x) => x.trim()).filter(Boolean);
+  // The texts sent, and for each the number of its box in the form (empty boxes are not sent): the server's input[i] is
+  // the form's "Text {number[i]}".
+  const sent = texts.flatMap((x, i) => (x.trim() ? [{ text: x.trim(), number: i + 1 }] : []));
+  const filled = sent.map((x) => x.text);
+  const lite = model === USE_LITE;
+  // A result is of the model and texts it was made with: another model (or a failed run) takes it off the page.
+  useEffect(() => setOutcome(null), [model]);
   const run = (e: Event) => {
     e.preventDefault();
+    setOutcome(null);
     void action.run(async () => {
       const started = performance.now();
       const body: Record<string, unknown> = { model, input: filled };
       if (dimensions.trim()) body.dimensions = Number(dimensions);
-      const res = await post<EmbeddingsAnswer>('/v1/embeddings', body, { headers: { authorization: `Bearer ${key}` } });
-      const vectors = [...res.data].sort((a, b) => a.index - b.index).map((d) => d.embedding);
-      setOutcome({ texts: filled, vectors, tokens: res.usage.prompt_tokens, model: res.model, ms: performance.now() - started });
+      if (lite && allowOther) body.allow_unsupported_text = true;
+      try {
+        const res = await post<EmbeddingsAnswer>('/v1/embeddings', body, { headers: { authorization: `Bearer ${key}` } });
+        const vectors = [...res.data].sort((a, b) => a.index - b.index).map((d) => d.embedding);
+        setOutcome({ texts: filled, vectors, tokens: res.usage.prompt_tokens, model: res.model, ms: performance.now() - started });
+      } catch (err) {
+        throw inFormWords(err, sent);
+      }
     });
   };
 
@@ -72,7 +99,7 @@ export default function PlaygroundPage() {
     <Page title={t('playground.title')}>
       <p class="muted">{t('playground.intro')}</p>
       <form class="form card" onSubmit={run}>
-        <KeyPicker value={key} onChange={setKey} purpose="playground" />
+        <KeyPicker value={key} onChange={setKey} purpose="playground" hours={24} />
         <ErrorNote error={models.error} />
         <div class="inline-form">
           <SelectField
@@ -137,6 +164,11 @@ export default function PlaygroundPage() {
             </button>
           </div>
         </fieldset>
+        {lite && (
+          <CheckField name="allow_unsupported_text" checked={allowOther} onChecked={setAllowOther}>
+            {t('playground.allowOther')}
+          </CheckField>
+        )}
         <ErrorNote error={action.error} />
         <div class="form-actions">
           <button type="submit" class="primary" disabled={action.busy || !model || filled.length < 2}>
