@@ -1,12 +1,13 @@
 // Usage and audit logs with filters: your own at /logs, everyone's (below your role) at /admin/logs.
-import { useState } from 'preact/hooks';
+import { useEffect, useState } from 'preact/hooks';
 import { get, query } from '../api';
 import { LoadedTable } from '../data-table';
 import { InputField, SelectField } from '../form';
 import { fmtDate, fmtNumber, fromLocalInput } from '../format';
-import { type MessageKey, t } from '../i18n';
+import { langStore, type MessageKey, t } from '../i18n';
+import { parseChange, parseLogContent } from '../log-text';
 import { getRows, PAGE_SIZE } from '../paged-list';
-import { useLocation } from '../router';
+import { setSearch, useLocation } from '../router';
 import type { LogRow, LogStat } from '../types';
 import { Badge, ErrorNote, Page, Pager, type Tone, useAsync } from '../ui';
 
@@ -18,46 +19,76 @@ const TYPES: { id: number; key: MessageKey; tone: Tone }[] = [
   { id: 5, key: 'logs.type.error', tone: 'bad' },
 ];
 
-interface Filters {
-  type: string;
-  model_name: string;
-  token_name: string;
-  username: string;
-  channel: string;
-  start: string;
-  end: string;
-}
+const FILTERS = ['type', 'model_name', 'token_name', 'username', 'channel', 'start', 'end'] as const;
+type Filters = Record<(typeof FILTERS)[number], string>;
 const EMPTY: Filters = { type: '0', model_name: '', token_name: '', username: '', channel: '', start: '', end: '' };
 
+/** The filters and the page kept in the address (?type=1&model_name=…&p=2), so that a reload or a shared link shows the same rows. */
+function fromSearch(search: string): { filters: Filters; page: number } {
+  const q = new URLSearchParams(search);
+  const filters = { ...EMPTY };
+  for (const k of FILTERS) filters[k] = q.get(k) ?? EMPTY[k];
+  const page = Number(q.get('p'));
+  return { filters, page: Number.isInteger(page) && page > 0 ? page : 0 };
+}
+
+function toSearch(filters: Filters, page: number): URLSearchParams {
+  const q = new URLSearchParams();
+  for (const k of FILTERS) if (filters[k] && filters[k] !== EMPTY[k]) q.set(k, filters[k]);
+  if (page > 0) q.set('p', String(page));
+  return q;
+}
+
+/** A row's details in the reader's language (the server writes them in English: see log-text.ts). */
+function details(content: string): string {
+  if (langStore.get() === 'en') return content;
+  const parsed = parseLogContent(content);
+  if (!parsed) return content;
+  const changes = parsed.changes?.map((c) => {
+    const known = parseChange(c);
+    return known ? t(known.key, { rest: known.rest }) : c;
+  });
+  return t(parsed.key, changes ? { ...parsed.vars, changes: changes.join('；') } : parsed.vars);
+}
+
 export default function LogsPage() {
-  const admin = useLocation().path.startsWith('/admin/');
-  const [draft, setDraft] = useState<Filters>(EMPTY);
-  const [filters, setFilters] = useState<Filters>(EMPTY);
-  const [page, setPage] = useState(0);
+  const loc = useLocation();
+  const admin = loc.path.startsWith('/admin/');
+  const { filters, page } = fromSearch(loc.search);
+  const [draft, setDraft] = useState<Filters>(filters);
+  // Back and forward change the address: the form follows it.
+  useEffect(() => setDraft(fromSearch(loc.search).filters), [loc.search]);
+  const go = (f: Filters, p: number) => setSearch(toSearch(f, p));
   const params = {
-    type: filters.type === '0' ? undefined : filters.type,
     model_name: filters.model_name,
     token_name: filters.token_name,
     start_timestamp: fromLocalInput(filters.start),
     end_timestamp: fromLocalInput(filters.end),
     ...(admin ? { username: filters.username, channel: filters.channel } : {}),
   };
+  const type = filters.type === '0' ? undefined : filters.type;
   const base = admin ? '/api/log' : '/api/log/self';
   const list = useAsync(
-    () => getRows<LogRow>(`${admin ? '/api/log/' : '/api/log/self'}${query({ ...params, p: page, page_size: PAGE_SIZE })}`),
-    [admin, filters, page],
+    () => getRows<LogRow>(`${admin ? '/api/log/' : '/api/log/self'}${query({ ...params, type, p: page, page_size: PAGE_SIZE })}`),
+    [admin, loc.search],
   );
-  const stat = useAsync(() => get<LogStat>(`${base}/stat${query(params)}`), [admin, filters]);
+  // What the sums are of: quota spent by calls (consume rows) and quota added (top-up rows), each over the rows the
+  // filters match; with a type chosen, that type's alone.
+  const stat = useAsync(async () => {
+    const of = (ty: number) => get<LogStat>(`${base}/stat${query({ ...params, type: ty })}`);
+    const [used, added] = await Promise.all([!type || type === '2' ? of(2) : null, !type || type === '1' ? of(1) : null]);
+    const rate = used ?? (await of(2));
+    return { used: used?.quota, added: added?.quota, rpm: rate.rpm, tpm: rate.tpm };
+  }, [admin, toSearch(filters, 0).toString()]);
   const set = (k: keyof Filters, v: string) => setDraft((d) => ({ ...d, [k]: v }));
 
   return (
-    <Page title={admin ? t('logs.allTitle') : t('logs.title')} wide>
+    <Page title={admin ? t('logs.allTitle') : t('logs.title')}>
       <form
         class="filters card"
         onSubmit={(e) => {
           e.preventDefault();
-          setPage(0);
-          setFilters(draft);
+          go(draft, 0);
         }}
       >
         <SelectField
@@ -81,8 +112,7 @@ export default function LogsPage() {
             type="button"
             onClick={() => {
               setDraft(EMPTY);
-              setFilters(EMPTY);
-              setPage(0);
+              go(EMPTY, 0);
             }}
           >
             {t('common.reset')}
@@ -90,8 +120,21 @@ export default function LogsPage() {
         </div>
       </form>
       {stat.data && (
-        <p class="muted" role="status">
-          {t('logs.stat', { quota: fmtNumber(stat.data.quota), rpm: fmtNumber(stat.data.rpm), tpm: fmtNumber(stat.data.tpm) })}
+        <p class="muted" role="status" data-testid="logs-stat">
+          {[
+            (stat.data.used !== undefined || stat.data.added !== undefined) &&
+              t('logs.statRows', {
+                sums: [
+                  stat.data.used !== undefined && t('logs.statUsed', { quota: fmtNumber(stat.data.used) }),
+                  stat.data.added !== undefined && t('logs.statAdded', { quota: fmtNumber(stat.data.added) }),
+                ]
+                  .filter(Boolean)
+                  .join(t('logs.statSep')),
+              }),
+            t('logs.statRate', { rpm: fmtNumber(stat.data.rpm), tpm: fmtNumber(stat.data.tpm) }),
+          ]
+            .filter(Boolean)
+            .join(' · ')}
         </p>
       )}
       <ErrorNote error={list.error} onRetry={list.reload} />
@@ -121,14 +164,14 @@ export default function LogsPage() {
             class: 'wrap',
             cell: (r) => (
               <>
-                {r.content}
+                {details(r.content)}
                 {r.request_count > 1 && <span class="muted"> ×{r.request_count}</span>}
               </>
             ),
           },
         ]}
       />
-      {list.data && <Pager page={page} pageSize={PAGE_SIZE} total={list.data.total} capped={list.data.capped} onPage={setPage} />}
+      {list.data && <Pager page={page} pageSize={PAGE_SIZE} total={list.data.total} capped={list.data.capped} onPage={(p) => go(filters, p)} />}
     </Page>
   );
 }
