@@ -66,6 +66,8 @@ const envSchema = z.object({
     .default('{switchyard}'),
   ROOT_PASSWORD: optionalString.pipe(z.string().min(8, 'must be at least 8 characters').max(128).optional()),
   SECRET_KEY: optionalString.pipe(z.string().min(32, 'must be at least 32 characters').optional()),
+  /** A key being rotated away from: what it sealed or signed is still accepted, nothing new is (npx switchyard rotate-secret-key). */
+  SECRET_KEY_PREVIOUS: optionalString.pipe(z.string().min(32, 'must be at least 32 characters').optional()),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   /** json lines, pretty lines (pino-pretty), or auto: pretty when stdout is a terminal. */
   LOG_FORMAT: z.enum(['auto', 'json', 'pretty']).default('auto'),

@@ -1,8 +1,9 @@
 // `npm run migrate` (apply pending migrations) and `npm run migrate -- down` (roll all back).
 import { createDb, migrateLatest, migrateRollbackAll } from './db.js';
-import { loadConfigOrExit } from './process.js';
+import { loadConfigOrExit, lockEmbeddedDb, startupFailed } from './process.js';
 
 const config = loadConfigOrExit();
+await lockEmbeddedDb(config);
 const db = await createDb(config);
 try {
   if (process.argv[2] === 'down') {
@@ -12,6 +13,9 @@ try {
     const done = await migrateLatest(db);
     process.stdout.write(done.length ? `applied: ${done.join(', ')}\n` : 'already up to date\n');
   }
+} catch (err) {
+  await db.destroy().catch(() => {});
+  startupFailed(err, config);
 } finally {
   await db.destroy();
 }

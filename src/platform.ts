@@ -3,7 +3,9 @@ import type { Config } from './config.js';
 import { createDb, migrateLatest, type Db } from './db.js';
 import type { Logger } from './log.js';
 import { createRedis, checkEvictionPolicy, redisKeys, type Redis, type RedisKeys } from './redis.js';
-import { createSecrets, loadSecretKey, type Secrets } from './secrets.js';
+import { createSecrets, loadSecretKeys, type Secrets } from './secrets.js';
+import { storedValuesProblem } from './sealed-values.js';
+import { StartupError } from './startup-errors.js';
 import { JobClient } from './jobs/client.js';
 import type { JobEndListener, JobKinds } from './jobs/registry.js';
 import { Authenticator } from './accounts/auth.js';
@@ -51,7 +53,8 @@ export interface PlatformOptions {
 }
 
 export async function createPlatform(config: Config, log: Logger, opts: PlatformOptions): Promise<Platform> {
-  const secrets = createSecrets(loadSecretKey(config, log));
+  const keys = loadSecretKeys(config, log);
+  const secrets = createSecrets(keys.current, keys.previous);
   const redis = createRedis(config, 'producer', 'api');
   const db = await createDb(config, log);
   const auth = new Authenticator(config, db, redis);
@@ -60,6 +63,14 @@ export async function createPlatform(config: Config, log: Logger, opts: Platform
     await checkEvictionPolicy(redis, log);
     const applied = await migrateLatest(db);
     if (applied.length) log.info({ migrations: applied }, 'applied database migrations');
+    const keyProblem = await storedValuesProblem(db, secrets);
+    if (keyProblem) {
+      throw new StartupError(
+        `SECRET_KEY does not open the ${keyProblem.tried.join(', ')} stored in the database: they were sealed with another key. ` +
+          (keys.file ? `Put that key back in ${keys.file}, or set SECRET_KEY to it` : 'Set SECRET_KEY to that key') +
+          ' (to change keys, see npx switchyard rotate-secret-key)',
+      );
+    }
     if (opts.bootstrapRoot) await auth.bootstrapRoot(log);
   } catch (err) {
     redis.disconnect();

@@ -4,6 +4,8 @@ import { createLogger, type Logger } from './log.js';
 import { jobEndListeners, jobKinds } from './job-kinds.js';
 import { createPlatform, type Platform, type PlatformOptions } from './platform.js';
 import { ensureRedis, RedisUnavailableError, type RedisHandle } from './redis.js';
+import { type DataDirLock, DataDirLocked, lockDataDir } from './data-dir-lock.js';
+import { explainStartupError } from './startup-errors.js';
 import { startTracing, stopTracing, TraceConfigError } from './telemetry.js';
 import { withTimeout } from './timeout.js';
 
@@ -16,6 +18,24 @@ export interface Running {
 export function fatal(message: string): never {
   process.stderr.write(`switchyard: ${message}\n`);
   process.exit(1);
+}
+
+/** A failed start: one line saying what to set when the failure is a known one (src/startup-errors.ts), else the error logged whole. */
+export function startupFailed(err: unknown, config: Config, log?: Logger): never {
+  const explained = explainStartupError(err, config);
+  if (explained === undefined) log?.error({ err }, 'start-up failed');
+  fatal(explained ?? `start-up failed: ${(err as Error).message}`);
+}
+
+/** The embedded database's lock (src/data-dir-lock.ts) for this process, or the one line saying who holds it. */
+export async function lockEmbeddedDb(config: Config): Promise<DataDirLock | undefined> {
+  if (!config.embeddedDb) return undefined;
+  try {
+    return await lockDataDir(config.DATA_DIR);
+  } catch (err) {
+    if (err instanceof DataDirLocked) fatal(err.message);
+    throw err;
+  }
 }
 
 export function loadConfigOrExit(): Config {
@@ -44,6 +64,7 @@ export async function runProcess(
   process.once('SIGTERM', () => onSignal('SIGTERM'));
   process.once('SIGINT', () => onSignal('SIGINT'));
   if (opts.requireServerDb && config.embeddedDb) fatal(opts.requireServerDb);
+  await lockEmbeddedDb(config);
   // Traces (OTEL_* variables): on, the SDK loads here, before anything connects; off, nothing is loaded.
   try {
     const traces = await startTracing(name);
@@ -66,8 +87,7 @@ export async function runProcess(
     platform = await createPlatform(config, log, { ...opts, jobs: jobKinds, jobEnds: jobEndListeners });
   } catch (err) {
     await redisHandle.stop();
-    log.error({ err }, 'start-up failed');
-    fatal(`start-up failed: ${(err as Error).message}`);
+    startupFailed(err, config, log);
   }
 
   process.on('unhandledRejection', (err) => log.error({ err }, 'unhandled promise rejection'));
@@ -80,10 +100,9 @@ export async function runProcess(
   try {
     running = await start(platform);
   } catch (err) {
-    log.error({ err }, 'start-up failed');
     await platform.close().catch(() => {});
     await redisHandle.stop();
-    fatal(`start-up failed: ${(err as Error).message}`);
+    startupFailed(err, config, log);
   }
 
   let stopping = false;

@@ -338,9 +338,11 @@ export async function checkEvictionPolicy(client: Redis, log: Logger): Promise<v
       const reply = (await server.config('GET', 'maxmemory-policy')) as string[];
       const policy = reply[1];
       if (policy && policy !== 'noeviction') {
+        const at = `${server.options.host}:${server.options.port}`;
         log.warn(
-          { policy, server: `${server.options.host}:${server.options.port}` },
-          'Redis maxmemory-policy is not "noeviction": Redis may evict queue keys and lose jobs. Set maxmemory-policy noeviction.',
+          { policy, server: at },
+          `Redis at ${at} has maxmemory-policy ${policy}: when its memory is full it evicts keys, and jobs are lost. ` +
+            'Set maxmemory-policy noeviction (redis-cli CONFIG SET maxmemory-policy noeviction, and in redis.conf so that it stays)',
         );
       }
     } catch {

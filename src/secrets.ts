@@ -6,18 +6,44 @@ import type { Config } from './config.js';
 import type { Logger } from './log.js';
 
 export interface Secrets {
-  /** Keys for Koa's signed cookies. */
+  /** Keys for Koa's signed cookies: the first signs, every one verifies (a previous key's sessions stay valid). */
   cookieKeys: string[];
+  /** Seals with SECRET_KEY. */
   encrypt(plain: string): string;
+  /** Opens what SECRET_KEY sealed, or SECRET_KEY_PREVIOUS while one is set. */
   decrypt(sealed: string): string;
-  /** An HMAC-SHA256 (base64url) of a job's identity and data: what makes a job one the API made (jobs/wire.ts). */
+  /** Whether SECRET_KEY itself opens a sealed value (false: the previous key sealed it, or another key): what a rotation re-seals. */
+  isCurrent(sealed: string): boolean;
+  /** An HMAC-SHA256 (base64url) of a job's identity and data under SECRET_KEY: what makes a job one the API made (jobs/wire.ts). */
   signJob(text: string): string;
+  /** Whether a signature is signJob's under SECRET_KEY, or under SECRET_KEY_PREVIOUS while one is set. */
+  verifyJob(text: string, sig: string): boolean;
+  /** Whether a previous key is accepted (a rotation under way). */
+  readonly rotating: boolean;
 }
 
-/** SECRET_KEY from the environment, or one generated once and kept under DATA_DIR. */
-export function loadSecretKey(config: Config, log?: Logger): string {
-  if (config.SECRET_KEY) return config.SECRET_KEY;
-  const file = path.join(config.DATA_DIR, 'secret.key');
+/** The key, and the one a rotation is moving away from (SECRET_KEY_PREVIOUS, or the generated key's previous file). */
+export interface SecretKeys {
+  current: string;
+  previous?: string;
+  /** Where the current key was read from when it was generated (not set: SECRET_KEY). */
+  file?: string;
+}
+
+const keyFile = (config: Pick<Config, 'DATA_DIR'>) => path.join(config.DATA_DIR, 'secret.key');
+/** The generated key a rotation moves away from, kept beside the new one until every stored value is under the new one. */
+const previousKeyFile = (config: Pick<Config, 'DATA_DIR'>) => path.join(config.DATA_DIR, 'secret.key.previous');
+
+function readKeyFile(file: string): string {
+  const key = fs.readFileSync(file, 'utf8').trim();
+  if (key.length < 32) throw new Error(`${file} holds a key shorter than 32 characters; delete it or set SECRET_KEY`);
+  return key;
+}
+
+/** SECRET_KEY from the environment, or one generated once and kept under DATA_DIR; and the previous key, if any. */
+export function loadSecretKeys(config: Pick<Config, 'SECRET_KEY' | 'SECRET_KEY_PREVIOUS' | 'DATA_DIR'>, log?: Logger): SecretKeys {
+  if (config.SECRET_KEY) return { current: config.SECRET_KEY, previous: config.SECRET_KEY_PREVIOUS };
+  const file = keyFile(config);
   fs.mkdirSync(config.DATA_DIR, { recursive: true });
   try {
     // 'wx' makes concurrent first starts agree: exactly one writer wins, everyone reads its key.
@@ -26,36 +52,82 @@ export function loadSecretKey(config: Config, log?: Logger): string {
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
   }
-  const key = fs.readFileSync(file, 'utf8').trim();
-  if (key.length < 32) throw new Error(`${file} holds a key shorter than 32 characters; delete it or set SECRET_KEY`);
-  return key;
+  const previous = config.SECRET_KEY_PREVIOUS ?? (fs.existsSync(previousKeyFile(config)) ? readKeyFile(previousKeyFile(config)) : undefined);
+  return { current: readKeyFile(file), previous, file };
+}
+
+/**
+ * The generated key's rotation, first step: the key so far is kept as secret.key.previous and a new one replaces
+ * secret.key (written aside, then renamed over it). At every moment secret.key holds a whole key and the previous one
+ * is kept, so a process starting meanwhile opens everything. Already under way (the previous file is there): nothing.
+ */
+export function beginGeneratedKeyRotation(config: Pick<Config, 'DATA_DIR'>): void {
+  const previous = previousKeyFile(config);
+  if (fs.existsSync(previous)) return;
+  fs.writeFileSync(previous, readKeyFile(keyFile(config)), { flag: 'wx', mode: 0o600 });
+  const next = `${keyFile(config)}.next`;
+  fs.writeFileSync(next, crypto.randomBytes(32).toString('base64url'), { mode: 0o600 });
+  fs.renameSync(next, keyFile(config));
+}
+
+/** The generated key's rotation, last step: once nothing is left under it, the previous key goes. */
+export function endGeneratedKeyRotation(config: Pick<Config, 'DATA_DIR'>): void {
+  fs.rmSync(previousKeyFile(config), { force: true });
 }
 
 const derive = (secret: string, purpose: string) => Buffer.from(crypto.hkdfSync('sha256', secret, 'switchyard', purpose, 32));
 
-export function createSecrets(secretKey: string): Secrets {
-  const encKey = derive(secretKey, 'credential-encryption');
-  const cookieKey = derive(secretKey, 'cookie-signing').toString('base64url');
-  const jobKey = derive(secretKey, 'job-signing');
+function open(encKey: Buffer, sealed: string): string {
+  const [v, iv, tag, body] = sealed.split('.');
+  if (v !== 'v1' || !iv || !tag || body === undefined) throw new Error('unrecognised sealed value');
+  const decipher = crypto.createDecipheriv('aes-256-gcm', encKey, Buffer.from(iv, 'base64url'));
+  decipher.setAuthTag(Buffer.from(tag, 'base64url'));
+  return Buffer.concat([decipher.update(Buffer.from(body, 'base64url')), decipher.final()]).toString('utf8');
+}
+
+const opens = (encKey: Buffer, sealed: string) => {
+  try {
+    open(encKey, sealed);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+/** Secrets under `secretKey`; with `previousKey`, what that key sealed or signed is still accepted (never written). */
+export function createSecrets(secretKey: string, previousKey?: string): Secrets {
+  const keys = [secretKey, ...(previousKey && previousKey !== secretKey ? [previousKey] : [])].map((k) => ({
+    enc: derive(k, 'credential-encryption'),
+    cookie: derive(k, 'cookie-signing').toString('base64url'),
+    job: derive(k, 'job-signing'),
+  }));
+  const current = keys[0]!;
+  const sign = (jobKey: Buffer, text: string) => crypto.createHmac('sha256', jobKey).update(text).digest('base64url');
   return {
-    cookieKeys: [cookieKey],
+    cookieKeys: keys.map((k) => k.cookie),
+    rotating: keys.length > 1,
     encrypt(plain) {
       const iv = crypto.randomBytes(12);
-      const cipher = crypto.createCipheriv('aes-256-gcm', encKey, iv);
+      const cipher = crypto.createCipheriv('aes-256-gcm', current.enc, iv);
       const body = Buffer.concat([cipher.update(plain, 'utf8'), cipher.final()]);
       // v1.<iv>.<tag>.<ciphertext>, all base64url: self-describing so the scheme can change later.
       return ['v1', iv.toString('base64url'), cipher.getAuthTag().toString('base64url'), body.toString('base64url')].join('.');
     },
     decrypt(sealed) {
-      const [v, iv, tag, body] = sealed.split('.');
-      if (v !== 'v1' || !iv || !tag || body === undefined) throw new Error('unrecognised sealed value');
-      const decipher = crypto.createDecipheriv('aes-256-gcm', encKey, Buffer.from(iv, 'base64url'));
-      decipher.setAuthTag(Buffer.from(tag, 'base64url'));
-      return Buffer.concat([decipher.update(Buffer.from(body, 'base64url')), decipher.final()]).toString('utf8');
+      // GCM's tag fails under any other key: the previous key is tried only then.
+      let first: unknown;
+      for (const k of keys) {
+        try {
+          return open(k.enc, sealed);
+        } catch (err) {
+          first ??= err;
+        }
+      }
+      throw first;
     },
-    signJob(text) {
-      return crypto.createHmac('sha256', jobKey).update(text).digest('base64url');
-    },
+    isCurrent: (sealed) => opens(current.enc, sealed),
+    signJob: (text) => sign(current.job, text),
+    verifyJob: (text, sig) => keys.some((k) => safeEqual(sig, sign(k.job, text))),
   };
 }
 

@@ -46,9 +46,15 @@ export const signedIdOf = (job: { id?: string; repeatJobKey?: string }): string 
  * Whether a job's envelope is the one the API signed for this id and name. Its fields are serialised in the order they
  * arrived (JSON keeps it), as they were when signed, so any added, removed or changed field breaks it.
  */
-export function verifyEnvelope(secrets: Pick<Secrets, 'signJob'>, jobId: string, name: string, data: unknown): data is JobEnvelope {
+export function verifyEnvelope(secrets: Pick<Secrets, 'verifyJob'>, jobId: string, name: string, data: unknown): data is JobEnvelope {
   if (data === null || typeof data !== 'object' || Array.isArray(data)) return false;
   const { sig, ...rest } = data as JobEnvelope;
+  return typeof sig === 'string' && secrets.verifyJob(signedText(jobId, name, rest), sig);
+}
+
+/** Whether an envelope's signature is SECRET_KEY's own (not the previous key's): what a key rotation re-signs. */
+export function signedWithCurrentKey(secrets: Pick<Secrets, 'signJob'>, jobId: string, name: string, data: JobEnvelope): boolean {
+  const { sig, ...rest } = data;
   return typeof sig === 'string' && safeEqual(sig, secrets.signJob(signedText(jobId, name, rest)));
 }
 

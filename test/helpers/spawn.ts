@@ -18,8 +18,10 @@ export interface Spawned {
  * Starts an entry point from its TypeScript source (through tsx), or, with `built`, the JavaScript of a build in that
  * folder (relative to the project: what `npm start` runs from dist/).
  */
-export function spawnEntry(entry: 'server' | 'worker', args: string[], env: Record<string, string | undefined>, built?: string): Spawned {
-  const source = entry === 'server' ? 'src/server.ts' : 'workers/main.ts';
+const ENTRIES = { server: 'src/server.ts', worker: 'workers/main.ts', migrate: 'src/migrate.ts', cli: 'src/cli/main.ts' };
+
+export function spawnEntry(entry: keyof typeof ENTRIES, args: string[], env: Record<string, string | undefined>, built?: string): Spawned {
+  const source = ENTRIES[entry];
   const cleanEnv: Record<string, string> = {};
   for (const [k, v] of Object.entries({ ...process.env, ...env })) if (v !== undefined) cleanEnv[k] = v;
   // Keep the child's own settings from leaking in from the test runner.
