@@ -4,7 +4,7 @@
 // code or tests changed (incremental); delete reports/mutation/<module>/ for a full run.
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
-import { modules } from '../stryker.config.mjs';
+import { modules } from './mutation-modules.mjs';
 
 const asked = process.argv.slice(2);
 for (const m of asked) if (!(m in modules)) throw new Error(`no module "${m}"; the modules: ${Object.keys(modules).join(', ')}`);
