@@ -30,7 +30,8 @@ export function DataTable<T>(props: TableProps<T> & { rows: T[] }) {
   const { actions, after } = props;
   return (
     <div class="table-wrap">
-      <table data-testid={props.testId}>
+      {/* On a phone each row becomes a block of "label value" lines (styles.css, table.rows): nothing to scroll sideways. */}
+      <table class="rows" data-testid={props.testId}>
         <thead>
           <tr>
             {columns.map((c) => (
@@ -50,7 +51,7 @@ export function DataTable<T>(props: TableProps<T> & { rows: T[] }) {
             <Fragment key={props.rowKey(row)}>
               <tr>
                 {columns.map((c) => (
-                  <td key={c.head} class={c.num ? 'num' : c.class}>
+                  <td key={c.head} class={c.num ? 'num' : c.class} data-label={c.head}>
                     {c.cell(row)}
                   </td>
                 ))}

@@ -1,5 +1,5 @@
 // Numbers, dates and durations in the current language.
-import { langStore } from './i18n';
+import { langStore, t } from './i18n';
 
 export const fmtNumber = (n: number, digits?: number): string =>
   new Intl.NumberFormat(langStore.get(), digits === undefined ? undefined : { maximumFractionDigits: digits, minimumFractionDigits: digits }).format(n);
@@ -12,15 +12,16 @@ export function fmtDate(v: number | string | null | undefined, withTime = true):
   return new Intl.DateTimeFormat(langStore.get(), withTime ? { dateStyle: 'medium', timeStyle: 'short' } : { dateStyle: 'medium' }).format(d);
 }
 
+/** A duration in its two largest units, in the current language ("10m 19s", "10 分 19 秒"). */
 export function fmtDuration(seconds: number): string {
   const s = Math.max(0, Math.round(seconds));
   const d = Math.floor(s / 86400);
   const h = Math.floor((s % 86400) / 3600);
   const m = Math.floor((s % 3600) / 60);
-  if (d) return `${d}d ${h}h`;
-  if (h) return `${h}h ${m}m`;
-  if (m) return `${m}m ${s % 60}s`;
-  return `${s}s`;
+  if (d) return t('duration.dh', { d, h });
+  if (h) return t('duration.hm', { h, m });
+  if (m) return t('duration.ms', { m, s: s % 60 });
+  return t('duration.s', { s });
 }
 
 /** A datetime-local input's value for Unix seconds (local time), and back. */

@@ -7,7 +7,7 @@ import { LANGS, type Lang, setLang, t, useLang } from './i18n';
 import { focusOnNextPage } from './router';
 import { createStore, useStore } from './store';
 
-export function Page(props: { title: string; actions?: ComponentChildren; children: ComponentChildren; wide?: boolean }) {
+export function Page(props: { title: string; actions?: ComponentChildren; children: ComponentChildren }) {
   const heading = useRef<HTMLHeadingElement>(null);
   useEffect(() => {
     document.title = `${props.title} · Switchyard`;
@@ -17,7 +17,7 @@ export function Page(props: { title: string; actions?: ComponentChildren; childr
     }
   }, [props.title]);
   return (
-    <section class={props.wide ? 'page wide' : 'page'}>
+    <section class="page">
       <header class="page-head">
         <h1 ref={heading} tabIndex={-1}>
           {props.title}

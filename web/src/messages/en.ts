@@ -563,6 +563,10 @@ export const en = {
   'logChange.role': 'role {rest}',
   'logChange.status': 'status {rest}',
   'logChange.group': 'group {rest}',
+  'duration.dh': '{d}d {h}h',
+  'duration.hm': '{h}h {m}m',
+  'duration.ms': '{m}m {s}s',
+  'duration.s': '{s}s',
 };
 
 export type MessageKey = keyof typeof en;

@@ -557,4 +557,8 @@ export const zhCN: Record<MessageKey, string> = {
   'logChange.role': '角色 {rest}',
   'logChange.status': '状态 {rest}',
   'logChange.group': '分组 {rest}',
+  'duration.dh': '{d} 天 {h} 小时',
+  'duration.hm': '{h} 小时 {m} 分钟',
+  'duration.ms': '{m} 分钟 {s} 秒',
+  'duration.s': '{s} 秒',
 };

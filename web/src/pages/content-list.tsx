@@ -110,7 +110,7 @@ export default function ContentListPage() {
   const sources = Object.keys(stats.data?.bySource ?? {}).sort();
 
   return (
-    <Page title={t('content.title')} wide>
+    <Page title={t('content.title')}>
       <div class="with-aside">
         <div>
           <form
