@@ -1377,18 +1377,35 @@ function layoutCandidates(text: string, source: CodeFoundIn): LayoutSeen[] {
   return out;
 }
 
-/** Whether the HTML prints `code` in a bold, large, letter-spaced or heading element, with no other text in it. */
-function styledInHtml(html: string, code: string): boolean {
+// Typeset to be read digit by digit: letter-spaced, in a monospace face (vendors do this for codes, seldom for amounts
+// or order numbers, which are merely bold or large).
+const CODE_STYLE_TAG = /letter-spacing\s*:\s*(?!0|normal)|font-family\s*:[^;">]{0,80}(?:mono|courier|consolas|menlo)/i;
+const BLOCK_OPEN = /<(?:td|th|div|p|h[1-6]|li|center)[\s>]/i;
+const BLOCK_CLOSE = /<\/(?:td|th|div|p|h[1-6]|li|center)\s*>/i;
+
+/**
+ * How the HTML prints `code`: its style (3 typeset for reading digit by digit — letter-spaced, monospace, one box per
+ * digit; 2 bold, large or a heading; 0 plain) and whether it is alone in its element (a table cell, a paragraph), with
+ * nothing but tags between it and the text around it.
+ */
+function htmlLayout(html: string, code: string): { style: number; cell: boolean } {
   const chars = [...code.replace('-', '')].map((ch) => ch.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'));
   const re = new RegExp(chars.join('(?:\\s|&nbsp;|&#160;|<[^>]{0,300}>){0,8}'), 'g');
   // Digits as the text read them (native digits as ASCII); this only runs on short mails.
   html = html.slice(0, MAX_SCANNED_HTML).replace(NATIVE_DIGIT, nativeDigit);
+  let style = 0;
+  let cell = false;
   for (const m of html.matchAll(re)) {
-    const head = html.slice(Math.max(0, m.index - 600), m.index);
-    const tags = /(?:<[^<>]{0,500}>|\s|&nbsp;)*$/.exec(head)?.[0] ?? '';
-    if (STYLED_TAG.test(tags)) return true;
+    const end = m.index + m[0].length;
+    if (/[\dA-Za-z]/.test(html[m.index - 1] ?? '') || /[\dA-Za-z]/.test(html[end] ?? '')) continue;
+    const head = /(?:<[^<>]{0,500}>|\s|&nbsp;)*$/.exec(html.slice(Math.max(0, m.index - 600), m.index))?.[0] ?? '';
+    const tail = /^(?:<[^<>]{0,500}>|\s|&nbsp;)*/.exec(html.slice(end, end + 600))?.[0] ?? '';
+    const boxed = (m[0].match(/</g)?.length ?? 0) >= 4;
+    if (boxed || CODE_STYLE_TAG.test(head)) style = 3;
+    else if (STYLED_TAG.test(head)) style = Math.max(style, 2);
+    if (BLOCK_OPEN.test(head) && BLOCK_CLOSE.test(tail)) cell = true;
   }
-  return false;
+  return { style, cell };
 }
 
 function layoutCode(segments: { text: string; source: CodeFoundIn }[], html: string | null): FoundCode | null {
@@ -1412,7 +1429,9 @@ function layoutCode(segments: { text: string; source: CodeFoundIn }[], html: str
   for (const [code, all] of byCode) {
     const inSubject = all.some((s) => s.source === 'subject');
     const inBody = all.some((s) => s.source !== 'subject');
-    const ownLine = all.some((s) => s.source !== 'subject' && s.ownLine);
+    const printed = html !== null && inBody ? htmlLayout(html, code) : { style: 0, cell: false };
+    // Alone on its line, or alone in its table cell or paragraph (cells of one row share a line of the text).
+    const ownLine = all.some((s) => s.source !== 'subject' && s.ownLine) || printed.cell;
     // After a label's colon ("Lambar tabbatarwa: 968486"), whatever the label says: set apart, more weakly.
     const colon = all.some((s) => s.colon);
     if (!ownLine && !inSubject && !colon && !all.some((s) => s.labelled)) {
@@ -1422,7 +1441,6 @@ function layoutCode(segments: { text: string; source: CodeFoundIn }[], html: str
     // In a subject, a code word anywhere labels the number ("820531 ni kodi yako ya kuingia").
     const near = all.some((s) => s.near);
     const labelled = all.some((s) => s.labelled || (s.source === 'subject' && s.near));
-    const styled = html !== null && inBody && styledInHtml(html, code);
     // The subject opens or closes with the number ("820531 is your code", "[Brand] 448201").
     const leads =
       subject.length <= 80 &&
@@ -1433,7 +1451,7 @@ function layoutCode(segments: { text: string; source: CodeFoundIn }[], html: str
     const inSentence = all.some((s) => s.source !== 'subject' && s.inSentence);
     const digits = code.replace('-', '').length;
     let signs =
-      (styled ? 2 : 0) +
+      printed.style +
       (ownLine ? 1 : 0) +
       (colon && !ownLine ? (labelled ? 1 : 2) : 0) +
       (introduced ? 1 : 0) +
@@ -1443,7 +1461,7 @@ function layoutCode(segments: { text: string; source: CodeFoundIn }[], html: str
       (valid ? 2 : 0);
     if (/[A-Z]/.test(code)) signs -= 1;
     // Eight digits and more, set apart with no code word, are more often an order or parcel number than a code.
-    if (digits >= 8) signs -= 1;
+    if (digits >= 8) signs -= 2;
     if (inSentence) signs -= 2;
     const source = inBody
       ? (all.find((s) => s.source !== 'subject' && (s.ownLine || s.labelled))?.source ?? all.find((s) => s.source !== 'subject')!.source)
@@ -1454,7 +1472,7 @@ function layoutCode(segments: { text: string; source: CodeFoundIn }[], html: str
   // Three numbers or more each alone on its line: a list (backup codes, a table of figures), not one code.
   if (new Set(seen.filter((s) => s.ownLine && s.source !== 'subject').map((s) => s.code)).size >= 3) return null;
   // The mail's only number gains a sign when it is given only in the subject or a validity phrase names it.
-  for (const s of scored) s.signs += (scored.length === 1 && loose === 0 && s.short ? 1 : 0) - penalty - (loose >= 2 ? 1 : 0);
+  for (const s of scored) s.signs += (scored.length === 1 && loose === 0 && s.short ? 1 : 0) - penalty - (loose >= 2 ? 2 : 0);
   scored.sort((a, b) => b.signs - a.signs || (a.code < b.code ? -1 : 1));
   const [best, second] = scored;
   if (best!.signs < LAYOUT_MIN_SIGNS) return null;
