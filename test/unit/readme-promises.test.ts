@@ -10,6 +10,11 @@ import { forModel } from '../../src/channels/providers/types.js';
 import { PROVIDERS } from '../../src/channels/providers/registry.js';
 import { ConfigError, parseConfig } from '../../src/config.js';
 import { openApiSpec } from '../../scripts/gen-web-types.js';
+import { scoreCodes } from '../../bench/eval-codes.js';
+import { corpus } from '../fixtures/code-corpus.js';
+import { heldout } from '../fixtures/code-heldout.js';
+import { heldoutFresh } from '../fixtures/code-heldout-fresh.js';
+import { heldoutWorld } from '../fixtures/code-heldout-world.js';
 import { ROOT_DIR } from '../helpers/spawn.js';
 
 const read = (file: string) => fs.readFileSync(path.join(ROOT_DIR, file), 'utf8');
@@ -171,5 +176,36 @@ describe("the README's data", () => {
     expect(levels).toEqual(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']);
     for (const level of levels) expect(parseConfig({ LOG_LEVEL: level }).LOG_LEVEL).toBe(level);
     expect(refused('LOG_LEVEL', 'verbose')).toThrow(/LOG_LEVEL/);
+  });
+
+  // The sets `npm run eval:codes` measures, by the README's names for them.
+  const CODE_SETS: Record<string, typeof corpus> = {
+    'tuned-on corpus': corpus,
+    'held-out': heldout,
+    'world held-out in 38 other languages': heldoutWorld,
+    'fresh held-out in 35 more languages': heldoutFresh,
+    'all four': [...corpus, ...heldout, ...heldoutWorld, ...heldoutFresh],
+  };
+
+  it("gives the code extractor's precision and recall as npm run eval:codes measures them, set by set", () => {
+    const figures = /`npm run eval:codes`: ([^)]*)\)/.exec(README)?.[1];
+    expect(figures, 'the README gives eval:codes figures').toBeDefined();
+    const stated = figures!.split('; ').map((f) => /^(.+) (\d\.\d{3}) \/ (\d\.\d{3})$/.exec(f));
+    expect(
+      stated.every((m) => m !== null),
+      figures,
+    ).toBe(true);
+    for (const [, label, precision, recall] of stated as RegExpExecArray[]) {
+      const set = CODE_SETS[label!];
+      expect(set, `"${label}" is one of the sets this test knows (add it to CODE_SETS)`).toBeDefined();
+      const score = scoreCodes(set!);
+      expect([score.precision.toFixed(3), score.recall.toFixed(3)], label).toEqual([precision, recall]);
+    }
+    // "38 other languages", "35 more": languages none of the sets before has.
+    const languages = (set: typeof corpus) => new Set(set.map((m) => (m.lang ?? 'en').split('-')[0]));
+    const [before, world, fresh] = [languages([...corpus, ...heldout]), languages(heldoutWorld), languages(heldoutFresh)];
+    expect([world.size, fresh.size]).toEqual([38, 35]);
+    expect([...world].filter((l) => before.has(l))).toEqual([]);
+    expect([...fresh].filter((l) => before.has(l) || world.has(l))).toEqual([]);
   });
 });
