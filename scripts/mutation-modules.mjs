@@ -26,7 +26,12 @@ export const modules = {
     mutate: ['src/outbound.ts'],
     // The policy's own tests, without services (test/integration/security-outbound.test.ts, which starts two test apps
     // for each mutant, tests the product's use of it).
-    testFiles: ['test/unit/outbound.test.ts', 'test/unit/outbound-dns.test.ts'],
+    testFiles: [
+      'test/unit/outbound.test.ts',
+      'test/unit/outbound-embedded-ipv4.test.ts',
+      'test/unit/outbound-policy-edges.test.ts',
+      'test/unit/outbound-dns.test.ts',
+    ],
   },
   wire: {
     mutate: ['src/jobs/wire.ts'],
