@@ -66,8 +66,17 @@ const BOARD_CSP = [
 ].join('; ');
 const REMOTE_LINK = /<link\b[^>]*\bhref\s*=\s*["']?(?:https?:)?\/\/[^>]*>\s*/gi;
 
+/**
+ * The way back to the console, always in view at the bottom of the board's left column (the board's own menu has it
+ * too, behind its user icon): a plain link, styled inline (the policy allows inline styles, not scripts).
+ */
+const CONSOLE_LINK =
+  '<a href="/" data-switchyard="console-link" style="position:fixed;left:12px;bottom:36px;z-index:1000;padding:6px 10px;' +
+  'border-radius:6px;background:#fff;border:1px solid #d8dde3;color:#2456d6;font:14px/1.3 system-ui,sans-serif;text-decoration:none">' +
+  '&larr; Switchyard console</a>';
+
 function keepPageLocal(ctx: Context): void {
-  if (typeof ctx.body === 'string') ctx.body = ctx.body.replace(REMOTE_LINK, '');
+  if (typeof ctx.body === 'string') ctx.body = ctx.body.replace(REMOTE_LINK, '').replace(/<\/body>/i, `${CONSOLE_LINK}</body>`);
   ctx.set('Content-Security-Policy', BOARD_CSP);
 }
 
@@ -142,7 +151,8 @@ async function boardPlugin(p: Platform): Promise<Middleware> {
   createBullBoard({
     queues: [...p.jobs.queues.values()].map((q) => new BullMQAdapter(q, ADAPTER_OPTIONS)),
     serverAdapter,
-    options: { uiConfig: { boardTitle: 'Switchyard queues' } },
+    // The board's own menu of links holds the way back to the console (its page lists no other).
+    options: { uiConfig: { boardTitle: 'Switchyard queues', miscLinks: [{ text: 'Back to the console', url: '/' }] } },
   });
   return serverAdapter.registerPlugin();
 }

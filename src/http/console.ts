@@ -7,11 +7,24 @@ import zlib from 'node:zlib';
 import type { Context, Middleware } from 'koa';
 
 /**
- * The paths the console's router answers (web/src/routes.ts lists the same pages). Only these get
- * index.html: every other unknown path stays the API's JSON 404.
+ * The paths the console's router answers (web/src/routes.ts lists the same pages): these get index.html. Any other
+ * unknown path is the API's JSON 404, but for a browser opening a page outside the API's paths, which gets index.html
+ * with status 404: the console's "Page not found".
  */
 export const CONSOLE_ROUTE =
   /^\/(?:|login|account|keys|playground|jobs|schedules|batches|webhooks|logs|content|content\/[0-9a-fA-F-]{1,64}|mail|mail\/[^/]{1,254}|admin\/(?:users|channels|redemptions|logs))\/?$/;
+
+/**
+ * Paths that are the API's (or the board's, the docs', the probes'): an unknown one is always the API's JSON 404, even
+ * when a browser asks for it.
+ */
+const API_PATH = /^\/(?:api|v1|assets|docs|openapi\.json|admin\/queues|healthz|readyz|metrics)(?:[/.]|$)/;
+
+/**
+ * A browser opening a page (not a script asking for data): what it accepts names HTML. curl, fetch() and the API's
+ * clients send `*\/*` or JSON, and keep getting the JSON 404.
+ */
+const wantsPage = (ctx: Context): boolean => /\btext\/html\b/.test(ctx.get('accept'));
 
 /** Content types of what Vite writes. */
 const TYPES: Record<string, string> = {
@@ -122,17 +135,18 @@ export function consoleMiddleware(opts: { dir?: string } = {}): Middleware {
     return entry;
   }
 
-  function send(ctx: Context, f: FileEntry, cacheControl: string) {
+  /** `status` 404: the page that says so (never a 304: it is not the file's own address). */
+  function send(ctx: Context, f: FileEntry, cacheControl: string, status: 200 | 404 = 200) {
     ctx.set('Cache-Control', cacheControl);
-    ctx.set('ETag', f.etag);
+    if (status === 200) ctx.set('ETag', f.etag);
     ctx.set('X-Content-Type-Options', 'nosniff');
     if (f.gzip) ctx.vary('Accept-Encoding');
     ctx.type = f.type;
-    if (ctx.get('if-none-match') === f.etag) {
+    if (status === 200 && ctx.get('if-none-match') === f.etag) {
       ctx.status = 304;
       return;
     }
-    ctx.status = 200;
+    ctx.status = status;
     if (f.gzip && ctx.acceptsEncodings('gzip', 'identity') === 'gzip') {
       ctx.set('Content-Encoding', 'gzip');
       ctx.body = f.gzip;
@@ -149,8 +163,12 @@ export function consoleMiddleware(opts: { dir?: string } = {}): Middleware {
       if (!f) return next();
       return send(ctx, f, 'public, max-age=31536000, immutable');
     }
-    if (CONSOLE_ROUTE.test(p)) {
+    // A console path that is no page (a mistyped or old address, opened in a browser): the console's own "Page not
+    // found", as a 404, rather than the API's JSON.
+    const notFoundPage = !CONSOLE_ROUTE.test(p) && wantsPage(ctx) && !API_PATH.test(p) && !/\.[^/]*$/.test(p);
+    if (CONSOLE_ROUTE.test(p) || notFoundPage) {
       const index = load(dir, 'index.html');
+      if (notFoundPage && !index) return next();
       ctx.set('Content-Security-Policy', CONSOLE_CSP);
       ctx.set('Referrer-Policy', 'same-origin');
       ctx.set('X-Frame-Options', 'DENY');
@@ -161,7 +179,7 @@ export function consoleMiddleware(opts: { dir?: string } = {}): Middleware {
         ctx.body = NOT_BUILT;
         return;
       }
-      return send(ctx, index, 'no-cache');
+      return send(ctx, index, notFoundPage ? 'no-store' : 'no-cache', notFoundPage ? 404 : 200);
     }
     // Top-level files of web/public (favicon, …): one name, a dot, no directories.
     const name = p.slice(1);

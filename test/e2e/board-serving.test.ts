@@ -1,5 +1,6 @@
 // Bull Board in a real browser (issue 22 item 8): it renders its queues for an admin with every request on this origin
-// (its page asked a public font CDN before) and no CSP violation under the policy it is now served with.
+// (its page asked a public font CDN before) and no CSP violation under the policy it is now served with; a link leads
+// back to the console.
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ROOT_PASSWORD, startTestApp, type TestApp } from '../helpers/services.js';
@@ -34,6 +35,30 @@ describe('Bull Board', () => {
     const boardRequests = requested.filter((u) => new URL(u).pathname.startsWith('/admin/queues'));
     expect(boardRequests.some((u) => /\/static\/js\/main\./.test(u))).toBe(true);
     expect(requested.filter((u) => !u.startsWith(`${t.url}/`) && !u.startsWith('data:'))).toEqual([]);
+    expectNoProblems(problems);
+    await context.close();
+  });
+
+  it('has a link back to the console, in view and in its own menu', async () => {
+    const { page, context, problems } = await openConsole(browser, t.url);
+    await signIn(page, 'root', ROOT_PASSWORD);
+    await page.goto('/admin/queues/queue/content');
+    const back = page.getByRole('link', { name: 'Switchyard console' });
+    await back.waitFor();
+    expect(await back.isVisible()).toBe(true);
+    const at = (await back.boundingBox())!;
+    expect(at.y + at.height).toBeLessThanOrEqual(860);
+    // The board's menu (behind its user icon) has one too.
+    await page.locator('header button[aria-haspopup="menu"]').click();
+    await page
+      .getByRole('menuitem', { name: 'Back to the console' })
+      .or(page.getByRole('link', { name: 'Back to the console' }))
+      .first()
+      .waitFor();
+    await page.keyboard.press('Escape');
+    await back.click();
+    await expect.poll(() => new URL(page.url()).pathname).toBe('/');
+    await page.locator('header.top').waitFor();
     expectNoProblems(problems);
     await context.close();
   });

@@ -3,7 +3,7 @@
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ROOT_PASSWORD, startTestApp, type TestApp } from '../helpers/services.js';
-import { expectNoProblems, launchBrowser, openConsole, SCREENSHOTS, screenshotBoth, signIn } from './browser.js';
+import { expectNoProblems, launchBrowser, openConsole, SCREENSHOTS, screenshotBoth, setLanguage, signIn } from './browser.js';
 
 let t: TestApp;
 let browser: Browser;
@@ -187,6 +187,26 @@ describe('a common user', () => {
     await signIn(page, 'root', ROOT_PASSWORD);
     const nav = (await page.locator('#site-nav').textContent()) ?? '';
     for (const word of ['Admin', 'Users', 'Channels', 'Redemption codes', 'All logs', 'Queues (Bull Board)']) expect(nav).toContain(word);
+    expectNoProblems(problems);
+    await context.close();
+  });
+});
+
+describe('an address that is no page', () => {
+  it("shows the console's Page not found (answered 404), in both languages; an API path stays the API's JSON", async () => {
+    const { page, context, problems } = await openConsole(browser, t.url);
+    await signIn(page, 'carol', 'carol-password');
+    const res = await page.goto('/keys/old-address');
+    expect(res!.status()).toBe(404);
+    await expect.poll(() => page.locator('main h1').textContent()).toBe('Page not found');
+    // The menu is there to find one's way.
+    expect(await page.locator('#site-nav').getByRole('link', { name: 'API keys' }).count()).toBe(1);
+    await setLanguage(page, 'zh-CN');
+    await expect.poll(() => page.locator('main h1').textContent()).toBe('页面不存在');
+    await setLanguage(page, 'en');
+    const api = await page.goto('/api/nothing');
+    expect(api!.status()).toBe(404);
+    expect(await api!.headerValue('content-type')).toMatch(/application\/json/);
     expectNoProblems(problems);
     await context.close();
   });

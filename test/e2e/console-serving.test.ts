@@ -6,7 +6,7 @@ import type { AddressInfo } from 'node:net';
 import zlib from 'node:zlib';
 import Koa from 'koa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { consoleMiddleware, defaultConsoleDir } from '../../src/http/console.js';
+import { CONSOLE_CSP, consoleMiddleware, defaultConsoleDir } from '../../src/http/console.js';
 import { startTestApp, type TestApp, tempDir } from '../helpers/services.js';
 
 let t: TestApp;
@@ -140,6 +140,24 @@ describe('serving the console', () => {
     expect(board.headers.get('content-type')).toMatch(/json/);
     const api = await t.root.get('/api/user/self');
     expect(api.status).toBe(200);
+  });
+
+  it("answers a browser's unknown page with the console's \"Page not found\" (a 404), and keeps the API's paths JSON", async () => {
+    const page = { accept: 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8' };
+    const index = await (await fetch(`${t.url}/`)).text();
+    for (const p of ['/nothing-here', '/keys/extra/deep', '/admin/other', '/content/not-an-id/x']) {
+      const res = await fetch(t.url + p, { headers: page });
+      expect(res.status, p).toBe(404);
+      expect(res.headers.get('content-type'), p).toBe('text/html; charset=utf-8');
+      expect(res.headers.get('content-security-policy'), p).toBe(CONSOLE_CSP);
+      expect(await res.text(), p).toBe(index);
+    }
+    // The API's own paths, files and the probes stay JSON for a browser too.
+    for (const p of ['/api/nope', '/v1/nope', '/assets/nope.js', '/docs/nope', '/healthz/x', '/metrics/x', '/openapi.json/x', '/robots.txt', '/index.html']) {
+      const res = await fetch(t.url + p, { headers: page });
+      expect(res.status, p).toBe(404);
+      expect(res.headers.get('content-type'), p).toMatch(/application\/json/);
+    }
   });
 
   it('keeps the first load small, as docs/console.md says: entry script and preloads ≤ 35 KB, styles ≤ 5 KB, every script ≤ 110 KB, gzipped', async () => {
