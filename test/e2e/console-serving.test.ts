@@ -1,5 +1,6 @@
 // The API serves the built console: its files with the right types and caching, index.html for the console's own
-// routes only (every other unknown path keeps the API's JSON 404), a clear page when it is not built, and a small first load.
+// routes (and, as a 404, for a browser's unknown page outside the API's paths; every other unknown path keeps the API's
+// JSON 404), a clear page when it is not built, and a small first load.
 import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
