@@ -1277,7 +1277,11 @@ function* extractSteps(msg: CodeSource): Steps<FoundCode | null> {
 // is never taken, nor is any when such a number is the one set apart. Code words are the lexicons' (code-lexicon.ts:
 // cognates of "code" in any script, PIN / OTP, words from vendor translations) and the keyword tables'.
 
-const LAYOUT_MAX_BODY = 3_000;
+// Mails up to this long are read for their layout; past LAYOUT_SHORT_BODY (a bank's legal footer, a long template) a
+// number needs one sign more.
+const LAYOUT_MAX_BODY = 12_000;
+const LAYOUT_SHORT_BODY = 3_000;
+const LAYOUT_MAX_NUMBERS = 12;
 const LAYOUT_MIN_SIGNS = 4;
 // Words that make a set-apart number an identifier, an amount or a date rather than a code (stems, many languages).
 const LAYOUT_DECOY_NEAR = new RegExp(
@@ -1389,10 +1393,9 @@ const BLOCK_CLOSE = /<\/(?:td|th|div|p|h[1-6]|li|center)\s*>/i;
  * nothing but tags between it and the text around it.
  */
 function htmlLayout(html: string, code: string): { style: number; cell: boolean } {
+  // `html` has its digits as the text reads them (native digits as ASCII), see layoutCode.
   const chars = [...code.replace('-', '')].map((ch) => ch.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'));
   const re = new RegExp(chars.join('(?:\\s|&nbsp;|&#160;|<[^>]{0,300}>){0,8}'), 'g');
-  // Digits as the text read them (native digits as ASCII); this only runs on short mails.
-  html = html.slice(0, MAX_SCANNED_HTML).replace(NATIVE_DIGIT, nativeDigit);
   let style = 0;
   let cell = false;
   for (const m of html.matchAll(re)) {
@@ -1418,9 +1421,16 @@ function layoutCode(segments: { text: string; source: CodeFoundIn }[], html: str
   const subject = segments.find((s) => s.source === 'subject')?.text ?? '';
   const bodyText = body.map((s) => s.text).join('\n');
   const valid = mentionsValidity(bodyText) || mentionsValidity(subject);
-  const penalty = (hasMoney(bodyText) ? 2 : 0) + (PERCENT_NEAR.test(`${subject}\n${bodyText}`) ? 3 : 0);
+  const penalty =
+    (hasMoney(bodyText) ? 2 : 0) + (PERCENT_NEAR.test(`${subject}\n${bodyText}`) ? 3 : 0) + (body.some((s) => s.text.length > LAYOUT_SHORT_BODY) ? 1 : 0);
 
+  // Three numbers or more each alone on its line: a list (backup codes, a table of figures), not one code; and a mail
+  // of many numbers is a statement or a table, whatever its layout.
+  if (new Set(seen.filter((s) => s.ownLine && s.source !== 'subject').map((s) => s.code)).size >= 3) return null;
+  if (new Set(seen.map((s) => s.code)).size > LAYOUT_MAX_NUMBERS) return null;
   const byCode = new Map<string, LayoutSeen[]>();
+  // The HTML with its digits as the text reads them (native digits as ASCII), for htmlLayout.
+  html = html?.slice(0, MAX_SCANNED_HTML).replace(NATIVE_DIGIT, nativeDigit) ?? null;
   for (const s of seen) if (!s.decoy) byCode.set(s.code, [...(byCode.get(s.code) ?? []), s]);
   // Numbers that stand in a sentence with no code word before them: they do not compete, but many of them make a
   // mail a newsletter or a statement.
@@ -1469,8 +1479,6 @@ function layoutCode(segments: { text: string; source: CodeFoundIn }[], html: str
     scored.push({ code, signs, source, short: digits <= 6 && (valid || !inBody) });
   }
   if (scored.length === 0) return null;
-  // Three numbers or more each alone on its line: a list (backup codes, a table of figures), not one code.
-  if (new Set(seen.filter((s) => s.ownLine && s.source !== 'subject').map((s) => s.code)).size >= 3) return null;
   // The mail's only number gains a sign when it is given only in the subject or a validity phrase names it.
   for (const s of scored) s.signs += (scored.length === 1 && loose === 0 && s.short ? 1 : 0) - penalty - (loose >= 2 ? 2 : 0);
   scored.sort((a, b) => b.signs - a.signs || (a.code < b.code ? -1 : 1));

@@ -4,6 +4,8 @@
 // (test/fixtures/code-dev-world.ts, code-dev-wide.ts, tuned on) must stay whole; and the focused behaviours each have a test.
 import { describe, expect, it } from 'vitest';
 import { formatScore, scoreCodes } from '../../bench/eval-codes.js';
+import { unitNames } from '../../src/mail/code-lexicon.js';
+import { UNIT_NAMES } from '../../src/mail/code-units.js';
 import { extractCode } from '../../src/mail/codes.js';
 import { devWide } from '../fixtures/code-dev-wide.js';
 import { devWorld } from '../fixtures/code-dev-world.js';
@@ -93,6 +95,11 @@ describe('extractCode beyond the keyword tables', () => {
     expect(extractCode({ subject: 'ནང་འཛུལ།', text })?.code).toBe('482193');
     // The same number with "days" instead of "minutes" is not named as a code.
     expect(extractCode({ subject: 'ནང་འཛུལ།', text: text.replace('སྐར་མ་', 'ཉིན་མ་') })).toBeNull();
+  });
+
+  it('keeps the validity words it was given as CLDR (through Intl) gives them on this Node', () => {
+    expect([...UNIT_NAMES]).toEqual(unitNames());
+    expect(UNIT_NAMES.length).toBeGreaterThan(300);
   });
 
   it('reads a cognate of "code" in any Brahmic script, built from the block layout (Telugu, Malayalam, Gujarati)', () => {
