@@ -333,7 +333,7 @@ describe('the maxmemory-policy check at start (the real server entry, a private 
     await setPolicy('allkeys-lru');
     const evicting = await spawnServer(['api'], env.env);
     cleanups.push(() => evicting.stop('SIGKILL'));
-    const line = JSON.parse(await evicting.waitFor(warning, 30_000));
+    const line = JSON.parse(await evicting.waitFor(warning, 90_000));
     expect(line).toMatchObject({ level: 40, policy: 'allkeys-lru' });
     // One line: what is wrong (which Redis, which policy), and what to set.
     expect(line.msg).toBe(
