@@ -5,21 +5,16 @@
 export const modules = {
   ledger: {
     mutate: ['src/accounts/ledger.ts', 'src/accounts/usage.ts'],
-    testFiles: [
-      'test/integration/ledger.test.ts',
-      'test/unit/usage-recorder.test.ts',
-      'test/integration/logs-events.test.ts',
-      'test/integration/embeddings.test.ts',
-    ],
+    testFiles: ['test/unit/usage-recorder.test.ts', 'test/integration/ledger.test.ts', 'test/integration/logs-events.test.ts'],
   },
   auth: {
     mutate: ['src/accounts/auth.ts', 'src/accounts/tokens.ts'],
     testFiles: [
-      'test/integration/security-auth.test.ts',
-      'test/integration/accounts.test.ts',
+      'test/unit/api-key-rules.test.ts',
       'test/integration/attempt-limiter.test.ts',
+      'test/integration/security-auth.test.ts',
       'test/integration/route-auth.test.ts',
-      'test/integration/jobs.test.ts',
+      'test/integration/accounts.test.ts',
     ],
   },
   outbound: {
