@@ -1284,14 +1284,17 @@ const LAYOUT_SHORT_BODY = 3_000;
 const LAYOUT_MAX_NUMBERS = 12;
 const LAYOUT_MIN_SIGNS = 4;
 // Words that make a set-apart number an identifier, an amount or a date rather than a code (stems, many languages).
+// Not "account" in any language (account, račun, sąskaita, сметка, шот, ანგარიში, հաշիվ): code mails say "sign in to
+// your account" right above the code; nor "phone" (phone numbers are masked by their form and their labels, and
+// code mails say "enter it on your phone").
 const LAYOUT_DECOY_NEAR = new RegExp(
   [
-    '(?<![\\p{L}])(?:order\\p{L}*|parcel\\p{L}*|package|shipment|shipping|tracking|track|delivery|invoice\\p{L}*|receipt|booking|reservation|ticket|flight|seat|room|table|phone|tel|fax|total|amount|price|balance|due|paid|payment|account|iban|member|customer|case|claim|policy|meeting|webinar|room|gate|platform|zip|postal|serial|model|version|year|points?|miles?',
+    '(?<![\\p{L}])(?:order\\p{L}*|parcel\\p{L}*|package|shipment|shipping|tracking|track|delivery|invoice\\p{L}*|receipt|booking|reservation|ticket|flight|seat|room|table|total|amount|price|balance|due|paid|payment|iban|member|customer|case|claim|policy|meeting|webinar|room|gate|platform|zip|postal|serial|model|version|year|points?|miles?',
     'bestell\\p{L}*|paket\\p{L}*|sendung\\p{L}*|rechnung\\p{L}*|betrag|kunden\\p{L}*|pedido|paquete|envío|factura|importe|commande|colis|facture|montant|ordine|pacco|fattura|importo|encomenda|fatura|valor',
-    'narudžb\\p{L}*|pošiljk\\p{L}*|račun\\p{L}*|iznos\\p{L}*|naročil\\p{L}*|užsakym\\p{L}*|siunt\\p{L}*|sąskait\\p{L}*|pasūtījum\\p{L}*|sūtījum\\p{L}*|rēķin\\p{L}*|summa|tellimus\\p{L}*|arve\\p{L}*|sifariş\\p{L}*|bağlama|qaimə|məbləğ|eskaera|faktura|zenbatekoa|comanda|paquet|import',
-    'заказ\\p{L}*|посылк\\p{L}*|счет\\p{L}*|счёт\\p{L}*|сумма|тапсырыс\\p{L}*|сәлемдеме|шот|пратк\\p{L}*|нарачк\\p{L}*|пошиљк\\p{L}*|поръчк\\p{L}*|сметк\\p{L}*|замовлення|телефон\\p{L}*',
-    'შეკვეთ\\p{L}*|ამანათ\\p{L}*|ანგარიშ\\p{L}*|თანხ\\p{L}*|պատվեր\\p{L}*|ծանրոց\\p{L}*|հաշիվ\\p{L}*|գումար\\p{L}*)(?![\\p{L}])',
-    'سفارش|مرسوله|بسته|فاکتور|مبلغ|تلفن',
+    'narudžb\\p{L}*|pošiljk\\p{L}*|iznos\\p{L}*|naročil\\p{L}*|užsakym\\p{L}*|siunt\\p{L}*|pasūtījum\\p{L}*|sūtījum\\p{L}*|rēķin\\p{L}*|summa|tellimus\\p{L}*|arve\\p{L}*|sifariş\\p{L}*|bağlama|qaimə|məbləğ|eskaera|faktura|zenbatekoa|comanda|paquet|import',
+    'заказ\\p{L}*|посылк\\p{L}*|счет\\p{L}*|счёт\\p{L}*|сумма|тапсырыс\\p{L}*|сәлемдеме|пратк\\p{L}*|нарачк\\p{L}*|пошиљк\\p{L}*|поръчк\\p{L}*|замовлення',
+    'შეკვეთ\\p{L}*|ამანათ\\p{L}*|თანხ\\p{L}*|պատվեր\\p{L}*|ծանրոց\\p{L}*|գումար\\p{L}*)(?![\\p{L}])',
+    'سفارش|مرسوله|بسته|فاکتور|مبلغ',
   ].join('|'),
   'iu',
 );

@@ -44,11 +44,11 @@ describe('extractCode on the world development sets', () => {
   });
 
   // The wide set (test/fixtures/code-dev-wide.ts, 46 languages no table names, built from phrases): no decoy taken, and
-  // no more misses than measured when the structure rules landed (238 of 243).
-  it('takes no decoy of the wide development set and finds at least 238 of its 243 codes', () => {
+  // no more misses than measured when the structure rules landed (239 of 243).
+  it('takes no decoy of the wide development set and finds at least 239 of its 243 codes', () => {
     const score = scoreCodes(devWide);
     expect(score.falsePositives).toEqual([]);
-    expect(score.correct, score.misses.join('; ')).toBeGreaterThanOrEqual(238);
+    expect(score.correct, score.misses.join('; ')).toBeGreaterThanOrEqual(239);
   });
 });
 
