@@ -5,7 +5,7 @@
 export const modules = {
   ledger: {
     mutate: ['src/accounts/ledger.ts', 'src/accounts/usage.ts'],
-    testFiles: ['test/unit/usage-recorder.test.ts', 'test/integration/ledger.test.ts', 'test/integration/logs-events.test.ts'],
+    testFiles: ['test/unit/ledger-ops.test.ts', 'test/unit/usage-recorder.test.ts', 'test/integration/ledger.test.ts', 'test/integration/logs-events.test.ts'],
   },
   auth: {
     mutate: ['src/accounts/auth.ts', 'src/accounts/tokens.ts'],
