@@ -48,6 +48,8 @@ afterAll(async () => {
 describe('DELETE /api/jobs/{id}', () => {
   it('cancels a mail fetch running in the worker process (waiting on a slow IMAP server) and a waiting one (removed); both read cancelled, in the list too', async () => {
     const imap = await slowImap();
+    // A fetch left running (a failed assertion below) would hold bob's one mail slot for the tests after this one.
+    let left: string | undefined;
     try {
       const email = 'slow@example.test';
       const add = await bob.post('/api/mail/accounts', {
@@ -57,6 +59,7 @@ describe('DELETE /api/jobs/{id}', () => {
       });
       expect(add.status, add.text).toBe(201);
       const first = (await bob.post('/api/mail-new', { email }, { prefer: 'respond-async' })).body.jobId as string;
+      left = first;
       await until(
         'the fetch to be active and connected',
         async () => ((await jobOf(bob, first)).body.state === 'active' ? imap.sockets.length : 0),
@@ -74,10 +77,18 @@ describe('DELETE /api/jobs/{id}', () => {
       expect((await carol.delete(`/api/jobs/${second}`)).status).toBe(404);
 
       const waiting = await bob.delete(`/api/jobs/${second}`);
-      expect(waiting.status, waiting.text).toBe(200);
-      expect(waiting.body).toMatchObject({ id: second, state: 'cancelled', error: { code: 'job_cancelled' } });
-      expect(await t.platform.jobs.getJob(second)).toBeUndefined();
-      expect((await jobOf(bob, second)).body).toMatchObject({ state: 'cancelled' });
+      // Waiting for its slot, the job looks in now and then and goes back to wait: caught in that moment (more
+      // likely on a loaded machine) it is cancelled as a running one (202), else removed at once (200).
+      expect([200, 202], waiting.text).toContain(waiting.status);
+      if (waiting.status === 200) {
+        expect(waiting.body).toMatchObject({ id: second, state: 'cancelled', error: { code: 'job_cancelled' } });
+        expect(await t.platform.jobs.getJob(second)).toBeUndefined();
+      }
+      await until(
+        'the waiting job to read cancelled',
+        async () => (await jobOf(bob, second)).body.state,
+        (s) => s === 'cancelled',
+      );
 
       const running = await bob.delete(`/api/jobs/${first}`);
       expect([200, 202], running.text).toContain(running.status);
@@ -94,7 +105,9 @@ describe('DELETE /api/jobs/{id}', () => {
       // Over: a second cancel is a 409, for both.
       expect((await bob.delete(`/api/jobs/${first}`)).status).toBe(409);
       expect((await bob.delete(`/api/jobs/${second}`)).status).toBe(409);
+      left = undefined;
     } finally {
+      if (left) await bob.delete(`/api/jobs/${left}`).catch(() => undefined);
       imap.close();
     }
   }, 90_000);
