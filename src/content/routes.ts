@@ -98,13 +98,18 @@ const one = endpoint(
     path: '/api/content/:id',
     summary: 'One item',
     auth: 'user',
-    responses: { 200: ok('the item, and whether the caller may delete it', s.itemForCallerView), 404: ok('Content not found', plainError) },
+    responses: {
+      200: ok('the item (its `Allow` header says whether the caller may delete it: `GET, DELETE`, or `GET`)', s.itemView),
+      404: ok('Content not found', plainError),
+    },
   },
   async (ctx, { p, path, principal }) => {
     const row = s.UUID_RE.test(path.id) ? await failingWith(ctx, 'Failed to fetch content', () => store.getItem(p.db, path.id)) : undefined;
     if (!row) throw notFound(s.NOT_FOUND);
+    // The body stays the item (content-analyzer's shape); what this caller may do with it is HTTP's Allow header.
     const canDelete = await failingWith(ctx, 'Failed to fetch content', () => store.mayDelete(p.db, row.id, store.callerOf(principal.user)));
-    return { ...s.publicItem(row), canDelete };
+    ctx.set('Allow', canDelete ? 'GET, DELETE' : 'GET');
+    return s.publicItem(row);
   },
 );
 

@@ -177,11 +177,6 @@ export const itemView = z.object({
 });
 export type ContentItem = z.infer<typeof itemView>;
 
-/** One item as GET /api/content/{id} shows it to the caller: with whether they may delete it. */
-export const itemForCallerView = itemView.extend({
-  canDelete: z.boolean().describe("whether the caller may delete (or replace) this item: its creator's, or an admin's under the role rule"),
-});
-
 export function publicItem(r: ContentRow): ContentItem {
   return {
     id: r.id,

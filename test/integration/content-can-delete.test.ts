@@ -1,6 +1,7 @@
-// GET /api/content/{id} says whether the caller may delete the item (canDelete), and it says what DELETE would do:
+// GET /api/content/{id} says whether the caller may delete the item (its Allow header: GET, DELETE or GET; the body
+// stays the item), and it says what DELETE would do:
 // for every pair of reader and item owner (a common user's own and another's item, an admin over a common user's, an
-// admin against another admin's and root's, root on anything, a legacy item of no one), canDelete is true exactly
+// admin against another admin's and root's, root on anything, a legacy item of no one), DELETE is allowed exactly
 // when the delete would succeed.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HttpClient } from '../helpers/http.js';
@@ -33,8 +34,8 @@ afterAll(async () => {
   await t?.close();
 });
 
-describe('canDelete', () => {
-  it('is true exactly when the delete succeeds, for every reader and owner', async () => {
+describe('the Allow header of an item', () => {
+  it('names DELETE exactly when the delete succeeds, for every reader and owner, and the body is the item alone', async () => {
     const owners = ['alice', 'adam', 'root', 'legacy'] as const;
     const readers = ['alice', 'bob', 'adam', 'ada', 'root'] as const;
     const seen: string[] = [];
@@ -45,11 +46,13 @@ describe('canDelete', () => {
         if (owner === 'legacy') await t.platform.db('content_items').where({ id: made.body.id }).update({ created_by: null });
         const read = await clients[reader]!.get(`/api/content/${made.body.id}`);
         expect(read.status).toBe(200);
-        expect(typeof read.body.canDelete).toBe('boolean');
+        expect(read.body).toEqual(owner === 'legacy' ? { ...made.body, updatedAt: read.body.updatedAt } : made.body);
+        const allow = read.headers.get('allow');
+        expect(['GET, DELETE', 'GET']).toContain(allow);
         const deleted = await clients[reader]!.delete(`/api/content/${made.body.id}`);
         expect([200, 403]).toContain(deleted.status);
-        expect(read.body.canDelete, `${reader} reading ${owner}'s item`).toBe(deleted.status === 200);
-        if (read.body.canDelete) seen.push(`${reader}:${owner}`);
+        expect(allow === 'GET, DELETE', `${reader} reading ${owner}'s item`).toBe(deleted.status === 200);
+        if (allow === 'GET, DELETE') seen.push(`${reader}:${owner}`);
       }
     }
     // The rule itself (docs/content.md, Ownership): the creator, an admin above the creator's role or of a legacy item, root.

@@ -985,8 +985,6 @@ export interface paths {
                         "application/json": {
                             analyzedAt: string;
                             analyzedBy: string | null;
-                            /** @description whether the caller may delete (or replace) this item: its creator's, or an admin's under the role rule */
-                            canDelete: boolean;
                             content: string;
                             createdAt: string;
                             id: string;

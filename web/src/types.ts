@@ -32,8 +32,7 @@ export type DashboardRow = Answer<'/api/user/dashboard', 'get'>['data'][number];
 export type Status = Answer<'/api/status', 'get'>['data'];
 
 /** An item as listed; one read alone (its page) also says whether the caller may delete it. */
-export type ContentItemForCaller = Answer<'/api/content/{id}', 'get'>;
-export type ContentItem = Omit<ContentItemForCaller, 'canDelete'>;
+export type ContentItem = Answer<'/api/content/{id}', 'get'>;
 export type ContentStats = Answer<'/api/stats', 'get'>;
 
 export type MailAccount = Answer<'/api/mail/accounts', 'get'>[number];

@@ -1,14 +1,18 @@
-// One content item: every field, the full text, and delete (for those who may: the server says so in canDelete).
-import { del, get } from '../api';
+// One content item: every field, the full text, and delete (for those who may: the server's Allow header says so).
+import { call, del } from '../api';
 import { fmtDate, fmtNumber } from '../format';
 import { t } from '../i18n';
 import { navigate, onLinkClick } from '../router';
-import type { ContentItemForCaller, PageProps } from '../types';
+import type { ContentItem, PageProps } from '../types';
 import { askDelete, ErrorNote, Facts, Loading, Page, toast, useAction, useAsync } from '../ui';
 
 export default function ContentItemPage(props: PageProps) {
   const id = props.params.id!;
-  const item = useAsync(() => get<ContentItemForCaller>(`/api/content/${encodeURIComponent(id)}`), [id]);
+  const item = useAsync(async () => {
+    const res = await call<ContentItem>('GET', `/api/content/${encodeURIComponent(id)}`);
+    const allowed = (res.headers.get('allow') ?? '').split(',').map((m) => m.trim());
+    return { ...res.data, canDelete: allowed.includes('DELETE') };
+  }, [id]);
   const action = useAction();
   const remove = () =>
     action.runIfConfirmed(askDelete(t('content.deleteTitle'), t('content.deleteText')), async () => {
