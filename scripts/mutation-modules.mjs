@@ -31,8 +31,10 @@ export const modules = {
   wire: {
     mutate: ['src/jobs/wire.ts'],
     testFiles: [
+      'test/unit/job-wire.test.ts',
       'test/unit/job-signature.test.ts',
       'test/unit/sealed-payload.test.ts',
+      'test/integration/job-wire-storage.test.ts',
       'test/integration/security-job-trust.test.ts',
       'test/integration/job-storage-sweep.test.ts',
       'test/integration/jobs.test.ts',
