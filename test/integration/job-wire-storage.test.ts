@@ -28,6 +28,7 @@ const resultRows = async (prefix: string) => Number((await db('job_results').whe
 
 describe('a payload kept in Postgres', () => {
   it('is read back by its reference, dropped with the envelope that names it, and its absence is a final 410', async () => {
+    await storePayload(db, 'content-p0', JSON.stringify({ another: 'job' }));
     await storePayload(db, 'content-p1', JSON.stringify({ big: 'x'.repeat(10) }));
     const envelope = { owner: 1, payloadRef: 'content-p1' };
     expect(await loadPayload(db, secrets, envelope)).toEqual({ big: 'x'.repeat(10) });
@@ -35,6 +36,7 @@ describe('a payload kept in Postgres', () => {
     expect(await payloadRows('content-p1')).toBe(1);
     await dropPayload(db, envelope);
     expect(await payloadRows('content-p1')).toBe(0);
+    expect(await payloadRows('content-p0')).toBe(1);
     const gone = await loadPayload(db, secrets, envelope).catch((e) => e);
     expect(gone).toBeInstanceOf(AppError);
     expect((gone as AppError).toJSON()).toMatchObject({ status: 410, code: 'payload_missing' });

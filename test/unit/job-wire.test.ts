@@ -4,7 +4,7 @@
 import { describe, expect, it } from 'vitest';
 import type { Db } from '../../src/db.js';
 import { AppError } from '../../src/errors.js';
-import { decodeFailure, encodeFailure, loadPayload, queueOfJobId, resultRefOf, schedulerSignedId, signedIdOf } from '../../src/jobs/wire.js';
+import { decodeFailure, encodeFailure, loadPayload, queueOfJobId, resultRefOf, schedulerSignedId, signedIdOf, unsignedJob } from '../../src/jobs/wire.js';
 import { createSecrets } from '../../src/secrets.js';
 
 describe("a job's failure", () => {
@@ -25,6 +25,15 @@ describe("a job's failure", () => {
     expect(decodeFailure(undefined).toJSON()).toMatchObject({ status: 500, code: 'job_failed', message: 'Job failed' });
     expect(decodeFailure('').message).toBe('Job failed');
     expect(decodeFailure('APPERR {not json').toJSON()).toMatchObject({ status: 500, code: 'job_failed', message: 'Job failed: APPERR {not json' });
+  });
+});
+
+describe('a job whose signature does not verify', () => {
+  it('is refused with a 403 job_not_signed that is not retried, saying why', () => {
+    const err = unsignedJob();
+    expect(err.toJSON()).toMatchObject({ status: 403, code: 'job_not_signed' });
+    expect(err.message).toMatch(/^This job's signature does not verify \(it was added or edited outside the API/);
+    expect(err.retriable).toBe(false);
   });
 });
 
