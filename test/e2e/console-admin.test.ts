@@ -191,7 +191,7 @@ describe('logs', () => {
     expect(rows.join('\n')).toMatch(/Redeemed code #\d+ "launch": \+500 quota/);
     expect(rows.join('\n')).toContain('Initial quota 10');
     expect(rows.join('\n')).toContain('Quota changed from 10 to 25');
-    expect(await page.getByRole('status').first().textContent()).toMatch(/Quota in the matching rows: 525 · last minute/);
+    await expect.poll(() => page.getByTestId('logs-stat').textContent()).toMatch(/^In the matching rows: quota added by top-ups 525 · Last minute/);
     await screenshotBoth(page, 'admin-logs');
     await page.getByLabel('Type').selectOption({ label: 'Management' });
     await page.getByLabel('User', { exact: true }).fill('');

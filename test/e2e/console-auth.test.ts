@@ -201,6 +201,7 @@ describe('an address that is no page', () => {
     await expect.poll(() => page.locator('main h1').textContent()).toBe('Page not found');
     // The menu is there to find one's way.
     expect(await page.locator('#site-nav').getByRole('link', { name: 'API keys' }).count()).toBe(1);
+    await screenshotBoth(page, 'not-found');
     await setLanguage(page, 'zh-CN');
     await expect.poll(() => page.locator('main h1').textContent()).toBe('页面不存在');
     await setLanguage(page, 'en');

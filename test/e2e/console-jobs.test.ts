@@ -6,7 +6,7 @@ import { startWorkers, type WorkerSet } from '../../workers/index.js';
 import { HttpClient } from '../helpers/http.js';
 import { startTestApp, type TestApp } from '../helpers/services.js';
 import { until } from '../helpers/until.js';
-import { expectNoProblems, launchBrowser, openConsole, setLanguage, signIn } from './browser.js';
+import { expectNoProblems, launchBrowser, openConsole, screenshotBoth, setLanguage, signIn } from './browser.js';
 
 let t: TestApp;
 let browser: Browser;
@@ -102,6 +102,7 @@ describe('jobs', () => {
       expect(await page.getByTestId('job-entries').textContent()).toBe('1 of 3 entries done, 2 failed.');
       // The JSON is there for whoever wants it, folded away.
       expect(await page.locator('.job-detail pre.json').isVisible()).toBe(false);
+      await screenshotBoth(page, 'jobs-partly-failed');
       await setLanguage(page, 'zh-CN');
       await expect.poll(() => row.locator('.badge').textContent()).toBe('已完成，3 条中 2 条失败');
       expect(await page.getByTestId('job-entries').textContent()).toBe('3 条中 1 条成功，2 条失败。');

@@ -4,7 +4,7 @@ import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HttpClient } from '../helpers/http.js';
 import { startTestApp, type TestApp } from '../helpers/services.js';
-import { expectNoProblems, launchBrowser, openConsole, setLanguage, signIn } from './browser.js';
+import { expectNoProblems, launchBrowser, openConsole, screenshotBoth, setLanguage, signIn } from './browser.js';
 
 let t: TestApp;
 let browser: Browser;
@@ -72,6 +72,7 @@ describe('logs', () => {
     await page.getByRole('button', { name: 'Reset' }).click();
     await expect.poll(() => new URL(page.url()).search).toBe('');
     await expect.poll(() => table.locator('tbody tr').count()).toBe(5);
+    await screenshotBoth(page, 'logs');
 
     // In Chinese, the details are Chinese too (the server writes them in English).
     await setLanguage(page, 'zh-CN');

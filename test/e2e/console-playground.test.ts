@@ -4,7 +4,7 @@
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ROOT_PASSWORD, startTestApp, type TestApp } from '../helpers/services.js';
-import { expectNoProblems, launchBrowser, openConsole, setLanguage, signIn } from './browser.js';
+import { expectNoProblems, launchBrowser, openConsole, screenshotBoth, setLanguage, signIn } from './browser.js';
 
 let t: TestApp;
 let browser: Browser;
@@ -54,6 +54,7 @@ describe('the playground', () => {
     await own.getByRole('button', { name: 'Save' }).click();
     await expect.poll(async () => (await t.root.get('/api/user/self')).body.data.quota).toBe(100000);
     await expect.poll(() => page.locator('dl.facts').textContent()).toContain('100,000');
+    await screenshotBoth(page, 'account-own-quota');
 
     // Back in the playground (the key made is still offered in this tab), the call goes through.
     await page.locator('#site-nav').getByRole('link', { name: 'Playground' }).click();

@@ -515,7 +515,7 @@ export const en = {
   'jobs.entries': '{success} of {total} entries done, {failed} failed.',
   'jobs.entry': 'Entry',
   'jobs.why': 'Why it failed',
-  'jobs.stored': 'The {n} entries done',
+  'jobs.stored': 'Entries done: {n}',
   'jobs.rawResult': 'The result as JSON',
   'picker.keyName': '{purpose} (temporary)',
   'error.quota':

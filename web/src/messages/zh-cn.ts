@@ -512,7 +512,7 @@ export const zhCN: Record<MessageKey, string> = {
   'jobs.entries': '{total} 条中 {success} 条成功，{failed} 条失败。',
   'jobs.entry': '条目',
   'jobs.why': '失败原因',
-  'jobs.stored': '成功的 {n} 条',
+  'jobs.stored': '成功的条目：{n}',
   'jobs.rawResult': '结果的 JSON',
   'picker.keyName': '{purpose}（临时）',
   'error.quota': '额度不足。可在仪表盘兑换兑换码，或请管理员增加额度；root（以及获准的管理员）可在“我的账户”页设置自己的额度。',
