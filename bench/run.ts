@@ -25,13 +25,14 @@ import { load, percentile } from './load.js';
 import { logsBench } from './logs.js';
 import { scaleFigures } from './scale.js';
 import { startupFigures } from './startup.js';
+import { tracingBench } from './tracing.js';
 import { webhookFigures } from './webhooks.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const ADMIN_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const REDIS_URL = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 8);
-/** BENCH_ONLY=relay,providers,use-lite,store,logs,mail,idempotency,webhooks,batches,scale,startup runs only those (and the local-hash figure the others compare with); nothing goes to latest.jsonl then. */
+/** BENCH_ONLY=relay,providers,use-lite,store,logs,mail,idempotency,webhooks,batches,scale,startup,traces runs only those (and the local-hash figure the others compare with); nothing goes to latest.jsonl then. */
 const ONLY = (process.env.BENCH_ONLY ?? '')
   .split(',')
   .map((x) => x.trim())
@@ -235,6 +236,11 @@ async function main() {
     goal: '>= 0.25 of Koa hello world',
     pass: mean(embeds) / mean(hellos) >= 0.25,
   });
+
+  if (want('traces')) {
+    // 1a. traces (OpenTelemetry) on vs off, each on an API and worker pair of its own (bench/tracing.ts).
+    await tracingBench({ env, prefix, key, accessToken, seconds: SECONDS, spawn: spawnNode, freePort, waitHttp, report, log });
+  }
 
   if (want('relay')) {
     // 1b. the gateway path: relaying to an upstream (its own process) vs calling it directly.
