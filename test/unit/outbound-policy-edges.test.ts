@@ -83,6 +83,7 @@ describe('host spellings', () => {
     const policy = new OutboundPolicy([]);
     expect(refusal(policy, '[8.8.8.8')).toBe('not a valid host name');
     expect(refusal(policy, '8.8.8.8]')).toBe('not a valid host name');
+    expect(refusal(policy, 'mail.example.com]')).toBe('not a valid host name');
     expect(policy.precheck('[2a00:1450::1]')).toMatchObject({ vetted: { address: '2a00:1450::1', family: 6 } });
   });
 });
