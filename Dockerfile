@@ -17,6 +17,8 @@ WORKDIR /app
 COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
 COPY package.json ./
+# The operator CLI: docker compose exec api npx switchyard <command> (it runs dist/ as built).
+COPY bin ./bin
 USER node
 EXPOSE 3000
 CMD ["node", "--enable-source-maps", "--max-old-space-size=1024", "dist/src/server.js", "api"]

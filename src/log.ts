@@ -14,15 +14,17 @@ export const prettyLogs = (format: LogFormat, stdout: { isTTY?: boolean } = proc
  * Pretty lines: time, level, the process's name, `req <id>` and `job <id>` ahead of the message, the other fields
  * below it. Written synchronously, as JSON lines are: a line logged just before the process exits is not lost.
  */
-const prettyStream = () =>
+const prettyStream = (fd: number) =>
   pretty({
+    destination: fd,
     sync: true,
     translateTime: 'SYS:HH:MM:ss.l',
     ignore: 'pid,hostname,reqId,jobId',
     messageFormat: '{if reqId}req {reqId} {end}{if jobId}job {jobId} {end}{msg}',
   });
 
-export function createLogger(level: string, name = 'switchyard', format: LogFormat = 'json'): Logger {
+/** A logger writing to `fd`: standard output (1) for the processes, standard error (2) for the CLI, whose output is its answer. */
+export function createLogger(level: string, name = 'switchyard', format: LogFormat = 'json', fd = 1): Logger {
   return pino(
     {
       name,
@@ -35,6 +37,6 @@ export function createLogger(level: string, name = 'switchyard', format: LogForm
         censor: '[redacted]',
       },
     },
-    prettyLogs(format) ? prettyStream() : undefined,
+    prettyLogs(format, fd === 2 ? process.stderr : process.stdout) ? prettyStream(fd) : fd === 1 ? undefined : pino.destination({ fd, sync: true }),
   );
 }

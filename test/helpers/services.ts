@@ -114,16 +114,20 @@ export interface TestApp {
   root: HttpClient;
   /** An anonymous client. */
   anon: HttpClient;
-  close(): Promise<void>;
+  /** Stops it; with keepData, its database, Redis keys and DATA_DIR stay (for another process to open), cleaned up by testEnv.cleanup(). */
+  close(opts?: { keepData?: boolean }): Promise<void>;
 }
 
 /**
  * Starts the API in this process (and workers, unless `workers: false`) on a random port, with the application's job
  * kinds or the ones given (`{ ...jobKinds, 'content.batch': { ...contentBatch, run: flaky } }`, or a test's own added).
  */
-export async function startTestApp(opts: { embedded?: boolean; env?: Record<string, string>; workers?: boolean; jobs?: JobKinds } = {}): Promise<TestApp> {
-  const testEnv = await createTestEnv(opts);
-  const config = parseConfig(testEnv.env);
+export async function startTestApp(
+  opts: { embedded?: boolean; env?: Record<string, string>; workers?: boolean; jobs?: JobKinds; testEnv?: TestEnv } = {},
+): Promise<TestApp> {
+  // Given a test environment (another app's, closed with keepData), on its data, with opts.env on top.
+  const testEnv = opts.testEnv ?? (await createTestEnv(opts));
+  const config = parseConfig(opts.testEnv ? { ...testEnv.env, ...opts.env } : testEnv.env);
   const platform = await createPlatform(config, createLogger(config.LOG_LEVEL), {
     bootstrapRoot: true,
     listenForJobs: true,
@@ -147,12 +151,12 @@ export async function startTestApp(opts: { embedded?: boolean; env?: Record<stri
     workers,
     root,
     anon: new HttpClient(url),
-    async close() {
+    async close(closeOpts = {}) {
       server.closeAllConnections();
       await new Promise((r) => server.close(r));
       await workers?.close(5_000);
       await platform.close();
-      await testEnv.cleanup();
+      if (!closeOpts.keepData) await testEnv.cleanup();
     },
   };
 }
