@@ -39,7 +39,11 @@ describe('a payload kept in Postgres', () => {
     expect(await payloadRows('content-p0')).toBe(1);
     const gone = await loadPayload(db, secrets, envelope).catch((e) => e);
     expect(gone).toBeInstanceOf(AppError);
-    expect((gone as AppError).toJSON()).toMatchObject({ status: 410, code: 'payload_missing' });
+    expect((gone as AppError).toJSON()).toMatchObject({
+      status: 410,
+      code: 'payload_missing',
+      message: 'The payload of this job is gone (job_payloads row removed)',
+    });
     expect((gone as AppError).retriable).toBe(false);
   });
 });
@@ -55,11 +59,13 @@ describe('a result kept in Postgres', () => {
     expect(await loadResult(db, 'content-none')).toBeUndefined();
   });
 
-  it('is taken once: the reader gets it and the row is gone', async () => {
+  it("is taken once: the reader gets it and the row is gone, and no other job's result", async () => {
     await storeResult(db, 'content-r2', JSON.stringify(['v']), 60);
+    await storeResult(db, 'content-r3', JSON.stringify(['w']), 60);
     expect(await takeResult(db, 'content-r2')).toEqual({ found: true, result: ['v'] });
     expect(await takeResult(db, 'content-r2')).toEqual({ found: false });
     expect(await resultRows('content-r2')).toBe(0);
+    expect(await loadResult(db, 'content-r3')).toEqual(['w']);
   });
 
   it("a removed job's payload and result both go, and no other job's", async () => {
