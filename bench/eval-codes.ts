@@ -15,6 +15,9 @@ import { heldoutFresh } from '../test/fixtures/code-heldout-fresh.js';
 import { heldoutThird } from '../test/fixtures/code-heldout-third.js';
 import { heldoutWorld } from '../test/fixtures/code-heldout-world.js';
 
+/** The sets measured, by name: tests take the held-out sets from here, so they score them without opening them. */
+export const codeSets = { corpus, heldout, heldoutWorld, heldoutFresh, heldoutThird } as const;
+
 export interface CodeScore {
   messages: number;
   withCode: number;

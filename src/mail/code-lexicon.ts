@@ -202,10 +202,19 @@ export function mentionsValidity(s: string): boolean {
       .toLowerCase()
       .replace(/\s$/, '');
     if (UNIT_NAMES.some((u) => before.endsWith(u) && !/[\p{L}\p{M}]/u.test(before[before.length - u.length - 1] ?? ''))) return true;
+    if (MINUTE_COGNATE_AFTER.test(after) || MINUTE_COGNATE_BEFORE.test(before)) return true;
   }
   return false;
 }
 const SMALL_NUMBER = /(?<![\d\p{L}])(?:[1-9]|[1-5]\d|60)(?!\d)/gu;
+
+// Where CLDR gives no minute word for a language (Quechua, Ilocano, Kurmanji, Friulian...) or gives a form the mail
+// does not use (Zulu "imizuzu", locative "emizuzwini"), the word is most often a loan of "minute" (Latin minutum:
+// minutu, minuto, minût, minuut) or of Arabic دقيقة (dakika, daqiqa, deqe, дақиқа), or the Nguni stem -mizuzu; such
+// a stem, at most one short word away from a small number ("10 a minuto", "engu-10"), reads as a validity phrase.
+const MINUTE_STEM = '\\p{L}{0,3}(?:min[uúūùûüi]t\\p{L}*|d[ae]q[iīîe]\\p{L}*|dak[iīe]k\\p{L}*|mizuz\\p{L}*|дақиқ\\p{L}*|дакик\\p{L}*|дәқиқ\\p{L}*)';
+const MINUTE_COGNATE_AFTER = new RegExp(`^(?:\\p{L}{1,3}\\s)?${MINUTE_STEM}`, 'u');
+const MINUTE_COGNATE_BEFORE = new RegExp(`(?<![\\p{L}\\p{M}])${MINUTE_STEM}(?:\\s\\p{L}{1,5})?[\\s-]*$`, 'u');
 
 /** The lexicon as alternations for a larger keyword pattern: strong (code words), weak (confirm words), unbounded. */
 export const LEXICON_SOURCES = {

@@ -882,7 +882,7 @@ interface Candidate {
 const ALNUM_STOP = /^(?:UTF|ISO|SHA|MD|COVID|SARS|RFC|CVE|AES|RSA|TLS|SSL|USB|MP|IPV|HTTP|WPA|DDR|LTE|PCIE|HDMI|ECMA|ES|IOS|IE|WIN)-?\d/;
 const UNIT_TOKEN = /^\d{1,4}(?:PX|PT|EM|GB|MB|KB|TB|MHZ|GHZ|HZ|MP|FPS|K|P|G|H|D|M|S|X|ST|ND|RD|TH|AM|PM|HRS?|MIN|MM|CM|KM|KG|ML)$/;
 const UNIT_AFTER =
-  /^\s?(?:px|pt|em|rem|vh|vw|dpi|ms|secs?|seconds?|mins?|minutes?|hrs?|hours?|days?|weeks?|months?|years?|yrs?|kb|mb|gb|tb|kg|km|mi|miles?|items?|points?|pts|users?|people|members|views|times|x|×|st|nd|rd|th|分钟|分鐘|分|秒|小时|小時|天|日|个|個|件|元|次|人|名|時間|分間|円|点|초|분|시간|일|원|개|мин\p{L}*|сек\p{L}*|час\p{L}*|дн\p{L}*|шт|руб\p{L}*|₽|minuten|min\.|stunden|tage|stück|minutos|horas|días|dias|heures?|jours?)(?![\p{L}])/iu;
+  /^[^\S\n]?(?:px|pt|em|rem|vh|vw|dpi|ms|secs?|seconds?|mins?|minutes?|hrs?|hours?|days?|weeks?|months?|years?|yrs?|kb|mb|gb|tb|kg|km|mi|miles?|items?|points?|pts|users?|people|members|views|times|x|×|st|nd|rd|th|分钟|分鐘|分|秒|小时|小時|天|日|个|個|件|元|次|人|名|時間|分間|円|点|초|분|시간|일|원|개|мин\p{L}*|сек\p{L}*|час\p{L}*|дн\p{L}*|шт|руб\p{L}*|₽|minuten|min\.|stunden|tage|stück|minutos|horas|días|dias|heures?|jours?)(?![\p{L}])/iu;
 const YEAR_BEFORE =
   /(?<![\p{L}])(?:©|\(c\)|copyright|since|seit|desde|depuis|established|est\.|founded|gegründet|fundad[ao]|fondée?|year|jahr|año|année|ano|год|in|im|en|de|em|en|fy|q[1-4])\W{0,3}$/iu;
 const YEAR_AFTER = /^\s?(?:年|년|г\.|года?|[-–]\s?\d{2,4})/u;
@@ -1206,7 +1206,7 @@ const DIAL_IN = /(?<![\d+])\d{3} \d{4} \d{4}(?!\d)/;
 
 // A window cut from a two-byte text (one curly quote in a mail makes it so) that holds only Latin-1 characters itself,
 // made one byte wide again: the patterns run many times faster on it (see MASK_CHAR).
-const BEYOND_LATIN1 = /[^\u0000-\u00ff]/;
+const BEYOND_LATIN1 = /[\u0100-\uffff]/;
 const oneByte = (s: string) => (BEYOND_LATIN1.test(s) ? s : Buffer.from(s, 'latin1').toString('latin1'));
 
 function scanWindow(w: Window, source: CodeFoundIn, found: Found): void {
@@ -1214,6 +1214,7 @@ function scanWindow(w: Window, source: CodeFoundIn, found: Found): void {
   if (matches.length === 0) return;
   const keywords = findKeywords(masked, matches);
   if (keywords.length === 0) return;
+  let pinWithMoney: boolean | undefined;
   for (const c of candidates(masked)) {
     if (c.start < w.from || c.start >= w.to) continue;
     const scored = scoreCandidate(masked, c, keywords, source === 'subject');
@@ -1221,7 +1222,10 @@ function scanWindow(w: Window, source: CodeFoundIn, found: Found): void {
     // A meeting's id (three groups: 712 3456 7890) on its line or the line above: the number is the meeting's passcode.
     if (DIAL_IN.test(w.text.slice(w.text.lastIndexOf('\n', w.text.lastIndexOf('\n', c.start - 1) - 1) + 1, c.start))) continue;
     // Masks keep every offset, so the keyword's span in the unmasked text is the keyword as printed.
-    const at = { score: scored.score, source, keyword: w.text.slice(scored.keyword.start, scored.keyword.end) };
+    const keyword = w.text.slice(scored.keyword.start, scored.keyword.end);
+    // A PIN beside an amount of money, with no validity phrase: a gift card's or a card's PIN, in any language.
+    if (keyword === 'PIN' && (pinWithMoney ??= hasMoney(w.text) && !mentionsValidity(w.text))) continue;
+    const at = { score: scored.score, source, keyword };
     const prev = found.get(c.code);
     if (prev) {
       // On a tie, html: a message without a text part still has a text (mailparser renders it from the HTML).
@@ -1258,7 +1262,7 @@ function* extractSteps(msg: CodeSource): Steps<FoundCode | null> {
     if (!best || score > best.raw || (score === best.raw && code < best.code)) best = { code, score, raw: score, source: f.source, keyword: f.keyword };
   }
   if (best) return { code: best.code, score: Math.round(Math.min(1, best.raw / MAX_SCORE) * 1000) / 1000, source: best.source, keyword: best.keyword };
-  return layoutCode(segments, msg.html ?? null);
+  return yield* layoutSteps(segments, msg.html ?? null);
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -1271,10 +1275,14 @@ function* extractSteps(msg: CodeSource): Steps<FoundCode | null> {
 //   styled in the HTML (bold, large, letter-spaced, a heading)   2      a code word right before it (same line or above) 3
 //   alone on its line                                             1      a code word within two lines                     1
 //   in the subject and in the body                                1      a validity phrase in the mail ("10 minutes")     2
-//   opening the subject ("820531 …")                              1
-// and loses them for what order, shop and newsletter mail carry: an amount of money (-2), a percentage (-3), letters in
-// the token (-1), several other numbers (-1). A number an order / parcel / invoice / phone / meeting word introduces
-// is never taken, nor is any when such a number is the one set apart. Code words are the lexicons' (code-lexicon.ts:
+//   opening the subject ("820531 …")                              1      the mail's only number, named (validity, word)   1
+//   only in the subject, opening it, the body without numbers     2
+// and loses them for what order, shop and newsletter mail carry: an amount of money (-2, none for a number a code word
+// labels), a percentage (-3), letters in the token (-1), several other numbers (-1), eight digits (-2, none when a
+// colon or code word introduces them and the mail names a validity). A mail that names an amount of money and no
+// validity is an order, a receipt or a gift card: nothing in it is taken. A number an order / parcel / invoice / phone /
+// meeting word introduces (with no code word between them) is never taken, nor is any when such a number is the one set
+// apart. Code words are the lexicons' (code-lexicon.ts:
 // cognates of "code" in any script, PIN / OTP, words from vendor translations) and the keyword tables'.
 
 // Mails up to this long are read for their layout; past LAYOUT_SHORT_BODY (a bank's legal footer, a long template) a
@@ -1298,6 +1306,7 @@ const LAYOUT_DECOY_NEAR = new RegExp(
   ].join('|'),
   'iu',
 );
+const LAYOUT_DECOY_ALL = new RegExp(LAYOUT_DECOY_NEAR.source, 'giu');
 const STYLED_TAG =
   /<(?:b|strong|h[1-4]|big)[\s>]|font-size\s*:\s*(?:1[89]|[2-9]\d)(?:\.\d+)?px|font-size\s*:\s*(?:1\.[2-9]|[2-9])(?:\.\d+)?(?:em|rem)|font-size\s*:\s*(?:1[4-9]|[2-9]\d)pt|font-weight\s*:\s*(?:bold|bolder|[6-9]00)|letter-spacing\s*:\s*(?!0|normal)/i;
 // Money and percentages, whatever the currency: a currency sign (\p{Sc}) or ISO 4217 code beside a number, or a
@@ -1311,6 +1320,22 @@ function hasMoney(s: string): boolean {
   if (MONEY_NEAR.test(s)) return true;
   for (const m of s.matchAll(CURRENCY_CODE_NEAR)) if (ISO_CURRENCIES.has((m[1] ?? m[2])!)) return true;
   return false;
+}
+
+/**
+ * Whether an order / parcel / payment / meeting word (LAYOUT_DECOY_NEAR) introduces the number at `at` in `context`
+ * (its line, or the line above and its own when it stands alone): one before it with no code word between them ("Order
+ * number: 558210", not "Amount: 45.00 … OTP: 730418"), or one after it on its line when no code word labels it.
+ */
+function decoyWordLabels(context: string, at: number, labelled: boolean): boolean {
+  let last = -1;
+  let afterIt = false;
+  for (const m of context.matchAll(LAYOUT_DECOY_ALL)) {
+    if (m.index < at) last = m.index + m[0].length;
+    else afterIt = true;
+  }
+  if (last !== -1 && !codeWordIn(context.slice(last, at))) return true;
+  return afterIt && !labelled;
 }
 
 /** Whether a code word is in `s`: the lexicons' or the keyword tables', not South Slavic "kod" used as a preposition. */
@@ -1358,15 +1383,15 @@ function layoutCandidates(text: string, source: CodeFoundIn): LayoutSeen[] {
     const lineEnd = masked.indexOf('\n', c.end);
     // The words just before it (its line, and the line above when it is alone) must not name an identifier.
     const context = masked.slice(ownLine ? prevStart : lineStart, lineEnd === -1 ? masked.length : lineEnd);
+    const lead = ownLine ? masked.slice(prevStart, c.start) : masked.slice(Math.max(lineStart, c.start - 48), c.start);
+    const labelled = codeWordIn(lead);
     // A dial-in or meeting number (three groups of digits) on its line or the line above makes it a meeting's passcode.
     const decoy =
       /(?:№|\bno\.|\bnr\.|#)\s*$/i.test(before) ||
-      LAYOUT_DECOY_NEAR.test(context) ||
+      decoyWordLabels(context, c.start - (ownLine ? prevStart : lineStart), labelled) ||
       PROMO_NEAR.test(context) ||
       MEETING_NEAR.test(context) ||
       /(?<!\d)\d{2,4}[ .-]\d{3,4}[ .-]\d{4}(?!\d)/.test(text.slice(prevStart, lineEnd === -1 ? text.length : lineEnd));
-    const lead = ownLine ? masked.slice(prevStart, c.start) : masked.slice(Math.max(lineStart, c.start - 48), c.start);
-    const labelled = codeWordIn(lead);
     // A letters-and-digits token counts only alone on its line or labelled (else product names, ids).
     if (!c.digits && !ownLine && !labelled) continue;
     let from = lineStart;
@@ -1396,7 +1421,7 @@ const BLOCK_CLOSE = /<\/(?:td|th|div|p|h[1-6]|li|center)\s*>/i;
  * nothing but tags between it and the text around it.
  */
 function htmlLayout(html: string, code: string): { style: number; cell: boolean } {
-  // `html` has its digits as the text reads them (native digits as ASCII), see layoutCode.
+  // `html` has its digits as the text reads them (native digits as ASCII), see layoutSteps.
   const chars = [...code.replace('-', '')].map((ch) => ch.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'));
   const re = new RegExp(chars.join('(?:\\s|&nbsp;|&#160;|<[^>]{0,300}>){0,8}'), 'g');
   let style = 0;
@@ -1414,18 +1439,25 @@ function htmlLayout(html: string, code: string): { style: number; cell: boolean 
   return { style, cell };
 }
 
-function layoutCode(segments: { text: string; source: CodeFoundIn }[], html: string | null): FoundCode | null {
+function* layoutSteps(segments: { text: string; source: CodeFoundIn }[], html: string | null): Steps<FoundCode | null> {
   const body = segments.filter((s) => s.source !== 'subject');
   if (body.length === 0 || body.some((s) => s.text.length > LAYOUT_MAX_BODY)) return null;
-  const seen = segments.flatMap((seg) => layoutCandidates(seg.text, seg.source));
-  // A number set apart (or labelled) that an identifier word introduces makes the mail an order, parcel or
-  // invoice mail: nothing in it is taken.
-  if (seen.some((s) => s.decoy && (s.ownLine || s.source === 'subject' || s.labelled))) return null;
   const subject = segments.find((s) => s.source === 'subject')?.text ?? '';
   const bodyText = body.map((s) => s.text).join('\n');
   const valid = mentionsValidity(bodyText) || mentionsValidity(subject);
-  const penalty =
-    (hasMoney(bodyText) ? 2 : 0) + (PERCENT_NEAR.test(`${subject}\n${bodyText}`) ? 3 : 0) + (body.some((s) => s.text.length > LAYOUT_SHORT_BODY) ? 1 : 0);
+  const money = hasMoney(bodyText);
+  // A mail that names an amount of money is an order, an invoice, a receipt or a gift card unless it says how long its
+  // number is valid (a payment's one-time code does).
+  if (money && !valid) return null;
+  const seen: LayoutSeen[] = [];
+  for (const seg of segments) {
+    seen.push(...layoutCandidates(seg.text, seg.source));
+    yield;
+  }
+  // A number set apart (or labelled) that an identifier word introduces makes the mail an order, parcel or
+  // invoice mail: nothing in it is taken.
+  if (seen.some((s) => s.decoy && (s.ownLine || s.source === 'subject' || s.labelled))) return null;
+  const penalty = (PERCENT_NEAR.test(`${subject}\n${bodyText}`) ? 3 : 0) + (body.some((s) => s.text.length > LAYOUT_SHORT_BODY) ? 1 : 0);
 
   // Three numbers or more each alone on its line: a list (backup codes, a table of figures), not one code; and a mail
   // of many numbers is a statement or a table, whatever its layout.
@@ -1434,15 +1466,17 @@ function layoutCode(segments: { text: string; source: CodeFoundIn }[], html: str
   const byCode = new Map<string, LayoutSeen[]>();
   // The HTML with its digits as the text reads them (native digits as ASCII), for htmlLayout.
   html = html?.slice(0, MAX_SCANNED_HTML).replace(NATIVE_DIGIT, nativeDigit) ?? null;
+  yield;
   for (const s of seen) if (!s.decoy) byCode.set(s.code, [...(byCode.get(s.code) ?? []), s]);
   // Numbers that stand in a sentence with no code word before them: they do not compete, but many of them make a
   // mail a newsletter or a statement.
   let loose = 0;
-  const scored: { code: string; signs: number; source: CodeFoundIn; short: boolean }[] = [];
+  const scored: { code: string; signs: number; source: CodeFoundIn; short: boolean; subjectOnly: boolean }[] = [];
   for (const [code, all] of byCode) {
     const inSubject = all.some((s) => s.source === 'subject');
     const inBody = all.some((s) => s.source !== 'subject');
     const printed = html !== null && inBody ? htmlLayout(html, code) : { style: 0, cell: false };
+    yield;
     // Alone on its line, or alone in its table cell or paragraph (cells of one row share a line of the text).
     const ownLine = all.some((s) => s.source !== 'subject' && s.ownLine) || printed.cell;
     // After a label's colon ("Lambar tabbatarwa: 968486"), whatever the label says: set apart, more weakly.
@@ -1473,17 +1507,24 @@ function layoutCode(segments: { text: string; source: CodeFoundIn }[], html: str
       (labelled ? 3 : near ? 1 : 0) +
       (valid ? 2 : 0);
     if (/[A-Z]/.test(code)) signs -= 1;
-    // Eight digits and more, set apart with no code word, are more often an order or parcel number than a code.
-    if (digits >= 8) signs -= 2;
+    // Eight digits and more, set apart with no code word, are more often an order or parcel number than a code; not
+    // when a line ending in a colon or a code word introduces them in a mail with a validity phrase.
+    if (digits >= 8 && !(valid && (introduced || labelled))) signs -= 2;
     if (inSentence) signs -= 2;
+    // Money in the mail (an order, an invoice, a gift card's code) costs 2; a payment's one-time code, labelled by a code
+    // word and given a validity, nothing.
+    if (money && !labelled) signs -= 2;
     const source = inBody
       ? (all.find((s) => s.source !== 'subject' && (s.ownLine || s.labelled))?.source ?? all.find((s) => s.source !== 'subject')!.source)
       : 'subject';
-    scored.push({ code, signs, source, short: digits <= 6 && (valid || !inBody) });
+    scored.push({ code, signs, source, short: digits <= 6 && (valid || !inBody || labelled), subjectOnly: !inBody && leads });
   }
   if (scored.length === 0) return null;
   // The mail's only number gains a sign when it is given only in the subject or a validity phrase names it.
-  for (const s of scored) s.signs += (scored.length === 1 && loose === 0 && s.short ? 1 : 0) - penalty - (loose >= 2 ? 2 : 0);
+  // Opening or closing the subject and in no other place of a mail that has no other number: an order, a parcel or a
+  // count in a subject is repeated in the body; a code the body refers to is not.
+  const alone = scored.length === 1 && loose === 0;
+  for (const s of scored) s.signs += (alone && s.short ? 1 : 0) + (alone && s.subjectOnly && !money ? 2 : 0) - penalty - (loose >= 2 ? 2 : 0);
   scored.sort((a, b) => b.signs - a.signs || (a.code < b.code ? -1 : 1));
   const [best, second] = scored;
   if (best!.signs < LAYOUT_MIN_SIGNS) return null;

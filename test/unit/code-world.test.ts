@@ -3,10 +3,11 @@
 // tuned on) must not fall below the figures measured when the rules landed; the development sets
 // (test/fixtures/code-dev-world.ts, code-dev-wide.ts, tuned on) must stay whole; and the focused behaviours each have a test.
 import { describe, expect, it } from 'vitest';
-import { formatScore, scoreCodes } from '../../bench/eval-codes.js';
+import { codeSets, formatScore, scoreCodes } from '../../bench/eval-codes.js';
 import { unitNames } from '../../src/mail/code-lexicon.js';
 import { UNIT_NAMES } from '../../src/mail/code-units.js';
 import { extractCode } from '../../src/mail/codes.js';
+import { devThird } from '../fixtures/code-dev-third.js';
 import { devWide } from '../fixtures/code-dev-wide.js';
 import { devWorld } from '../fixtures/code-dev-world.js';
 import { heldoutFresh } from '../fixtures/code-heldout-fresh.js';
@@ -16,8 +17,13 @@ import { heldoutWorld } from '../fixtures/code-heldout-world.js';
 // (10/47); after the first: 0.743 / 0.553). A REGRESSION BAR, not the issue's goal (precision >= 0.98, recall >= 0.95).
 const WORLD_BAR = { precision: 0.86, recall: 0.914 };
 // The fresh held-out set (test/fixtures/code-heldout-fresh.ts, committed in 526e5c8 before the second round, never
-// tuned on): before it 0.941 (32/34) / 0.542 (32/59); the figures measured after it, as a regression bar.
-const FRESH_BAR = { precision: 0.959, recall: 0.796 };
+// tuned on): before it 0.941 (32/34) / 0.542 (32/59), after it 0.959 (47/49) / 0.797 (47/59); the figures measured
+// after the third round, as a regression bar.
+const FRESH_BAR = { precision: 0.98, recall: 0.864 };
+// The third held-out set (test/fixtures/code-heldout-third.ts, committed in ae7f1c7 before the third round, never
+// tuned on, taken from bench/eval-codes.ts so that this file does not open it): before the round 0.883 (53/60) / 0.841
+// (53/63); the figures measured after it, as a regression bar short of the issue's goal.
+const THIRD_BAR = { precision: 0.901, recall: 0.873 };
 
 describe('extractCode on the world held-out set', () => {
   it('stays at or above the regression bar measured when the issue-27 rules landed', () => {
@@ -37,6 +43,15 @@ describe('extractCode on the fresh held-out set', () => {
   });
 });
 
+describe('extractCode on the third held-out set', () => {
+  it('stays at or above the regression bar measured after the third round of issue-27 rules', () => {
+    const score = scoreCodes(codeSets.heldoutThird);
+    console.log(`third held-out code extractor: ${formatScore(score)}, ${codeSets.heldoutThird.length} messages`);
+    expect(score.precision).toBeGreaterThanOrEqual(THIRD_BAR.precision);
+    expect(score.recall).toBeGreaterThanOrEqual(THIRD_BAR.recall);
+  });
+});
+
 describe('extractCode on the world development sets', () => {
   it('gets every hand-written development example right', () => {
     const score = scoreCodes(devWorld);
@@ -44,11 +59,27 @@ describe('extractCode on the world development sets', () => {
   });
 
   // The wide set (test/fixtures/code-dev-wide.ts, 46 languages no table names, built from phrases): no decoy taken, and
-  // no more misses than measured when the structure rules landed (239 of 243).
-  it('takes no decoy of the wide development set and finds at least 239 of its 243 codes', () => {
+  // every code found since the third round (239 of 243 before it).
+  it('takes no decoy of the wide development set and finds all its 243 codes', () => {
     const score = scoreCodes(devWide);
     expect(score.falsePositives).toEqual([]);
-    expect(score.correct, score.misses.join('; ')).toBeGreaterThanOrEqual(239);
+    expect(score.correct, score.misses.join('; ')).toBe(243);
+  });
+});
+
+// The third round's development set (test/fixtures/code-dev-third.ts, tuned on): payment one-time codes, codes only in
+// the subject, eight-digit codes, validity words CLDR lacks, decoys typeset like codes. Floors as measured when the
+// round's rules landed (24 of 28 codes; two decoys taken, named below).
+describe('extractCode on the third development set', () => {
+  it('finds at least 24 of its 28 codes and takes no decoy but the two known ones', () => {
+    const score = scoreCodes(devThird);
+    expect(score.correct, score.misses.join('; ')).toBeGreaterThanOrEqual(24);
+    expect(score.falsePositives.map((f) => f.replace(/:.*/, ''))).toEqual([
+      // A reference number letter-spaced in a cell of its own under a sentence ending in a colon: laid out as a code.
+      'decoy om',
+      // "kode" (a code word of the Indonesian table) before an eight-digit parcel number in a sentence.
+      'decoy ee',
+    ]);
   });
 });
 
@@ -146,5 +177,62 @@ describe('extractCode beyond the keyword tables', () => {
       { subject: 'Запрашэнне', text: 'ID сустрэчы: 812 3456 7890\nПароль: 482913' },
     ];
     for (const d of decoys) expect(extractCode(d), JSON.stringify(d)).toBeNull();
+  });
+});
+
+describe('extractCode, third round of issue 27', () => {
+  it('reads a validity phrase whose minute word is a loan CLDR does not give ("10 minutupi", "emizuzwini engu-10")', () => {
+    const quechua = { subject: 'Yaykuy', text: 'Kay yupayta qillqay yaykunaykipaq:\n\n826304\n\n10 minutupi tukukunqa.' };
+    expect(extractCode(quechua)?.code).toBe('826304');
+    const zulu = { subject: 'Ngena', text: 'Faka le nombolo ukuze ungene:\n\n471920\n\nIphelelwa yisikhathi emizuzwini engu-10.' };
+    expect(extractCode(zulu)?.code).toBe('471920');
+    // Days are no validity: the same layout is not enough.
+    expect(extractCode({ ...quechua, text: quechua.text.replace('10 minutupi', '10 punchawpi') })).toBeNull();
+  });
+
+  it('takes a payment one-time code beside the amount when a code word labels it and a validity is named', () => {
+    // "Summa" (amount) is a payment word; the code word after it on the line labels the number.
+    const text = 'Summa 45,00 €, kinnituskood: 730418\nKood kehtib 5 minutit.';
+    expect(extractCode({ subject: 'Makse', text })?.code).toBe('730418');
+    // With the payment word right before it, the number is the amount's.
+    expect(extractCode({ subject: 'Makse', text: 'Kinnituskood on all. Summa: 730418\nKood kehtib 5 minutit.' })).toBeNull();
+  });
+
+  it('leaves a code-like number in a mail that names an amount and no validity (a gift card, an order)', () => {
+    const gift = '<p>Wagamuchira chipo che USD 25.00. Kodhi yako:</p><p style="font-size:30px;letter-spacing:6px">831904</p><p>Ishandise pachitoro chedu.</p>';
+    expect(extractCode({ subject: 'Chipo chako', html: gift })).toBeNull();
+    // The same mail with a validity phrase is a payment's code.
+    expect(extractCode({ subject: 'Chipo chako', html: gift.replace('Ishandise pachitoro chedu.', 'Inopera pakapera maminitsi 10.') })?.code).toBe('831904');
+  });
+
+  it('takes no PIN beside an amount of money with no validity (a gift card), in a language no shopping list knows', () => {
+    const rows = (pin: string, tail: string) =>
+      `<table><tr><td>Khadi</td><td>6035 7710 2284 9913</td></tr><tr><td>Mtengo</td><td>MWK 20,000.00</td></tr><tr><td>PIN</td><td><b>${pin}</b></td></tr></table>${tail}`;
+    expect(extractCode({ subject: 'Mphatso yanu', html: rows('582913', '') })).toBeNull();
+    expect(extractCode({ subject: 'Kulipira', html: rows('582913', '<p>PIN iyi itha pakatha mphindi 5 (5 minutes).</p>') })?.code).toBe('582913');
+  });
+
+  it('finds a code that opens the subject when the body has no number at all, not one the body repeats', () => {
+    const found = extractCode({
+      subject: '407315 yɛ wo nkyerɛkyerɛmu',
+      text: "Fa nɔma a ɛwɔ asɛmti no mu no hyɛ mu na woakɔ so.\nSɛ ɛnyɛ wo na wobisae a, bu w'ani gu krataa yi so.",
+    });
+    expect(found).toMatchObject({ code: '407315', source: 'subject' });
+    expect(extractCode({ subject: '12000 tapicha oipytyvõ', text: 'Ko ary 12000 tapicha oipytyvõ ñande rembiapópe. Aguyje!' })).toBeNull();
+  });
+
+  it('takes an eight-digit code a colon introduces in a mail that names its validity, not one without', () => {
+    const text = 'Inserìs chest numar par jentrâ:\n\n52903118\n\nAl vâl par 15 minûts.';
+    expect(extractCode({ subject: 'Jentrade', text })?.code).toBe('52903118');
+    expect(extractCode({ subject: 'Jentrade', text: text.replace('Al vâl par 15 minûts.', 'Graciis.') })).toBeNull();
+  });
+
+  it('takes the only number of a mail when a code word no table has stands right before it', () => {
+    expect(extractCode({ subject: 'Seensa', text: 'Akkam!\nKoodiin seensa keetii 508126 dha.\nNama kamiifuu hin kenniin.' })?.code).toBe('508126');
+  });
+
+  it('reads a word on the line below a code as that line, not as a unit of the number ("Em", "Min")', () => {
+    const text = 'Raitim dispela namba long go insait:\n\n305182\n\nEm i gutpela inap 10 minit tasol.';
+    expect(extractCode({ subject: '305182 em namba bilong yu', text })?.code).toBe('305182');
   });
 });
