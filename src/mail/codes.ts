@@ -1207,7 +1207,18 @@ const DIAL_IN = /(?<![\d+])\d{3} \d{4} \d{4}(?!\d)/;
 // A window cut from a two-byte text (one curly quote in a mail makes it so) that holds only Latin-1 characters itself,
 // made one byte wide again: the patterns run many times faster on it (see MASK_CHAR).
 const BEYOND_LATIN1 = /[\u0100-\uffff]/;
-const oneByte = (s: string) => (BEYOND_LATIN1.test(s) ? s : Buffer.from(s, 'latin1').toString('latin1'));
+// Typographic quotes (’ “ ” „, the commonest characters beyond Latin-1 in Latin-script mail) are read as their ASCII
+// forms first, one character for one so that offsets hold: a text whose only such characters they are becomes one byte
+// wide too (a mail with a curly apostrophe in every window cost ~70 ms to scan, against ~18 ms without).
+const TYPOGRAPHIC_QUOTES = /[\u2018-\u201f]/g;
+const asciiQuote = (q: string) => (q <= '\u201b' ? "'" : '"');
+function oneByte(s: string): string {
+  if (BEYOND_LATIN1.test(s)) {
+    s = s.replace(TYPOGRAPHIC_QUOTES, asciiQuote);
+    if (BEYOND_LATIN1.test(s)) return s;
+  }
+  return Buffer.from(s, 'latin1').toString('latin1');
+}
 
 function scanWindow(w: Window, source: CodeFoundIn, found: Found): void {
   const { masked, matches } = maskWithKeywords(oneByte(w.text));
