@@ -1326,6 +1326,9 @@ const ISO_CURRENCIES = new Set(Intl.supportedValuesOf('currency'));
 const MONEY_NEAR = /\p{Sc}\s?\d|\d\s?\p{Sc}|(?<![\d.,])\d{1,9}[.,]\d{2}(?![\d.,%])/u;
 const CURRENCY_CODE_NEAR = /(?<![A-Za-z])([A-Z]{3})\s?\d|\d\s?([A-Z]{3})(?![A-Za-z])/g;
 const PERCENT_NEAR = /\d\s?%|%\s?\d/;
+// A calendar date written in digits (14.03.2027, 2027-03-14, 12/04/27), whatever the language.
+const DATE_NEAR =
+  /(?<![\d.])(?:(?:19|20)\d{2}\s?[-/.]\s?(?:0?[1-9]|1[0-2])\s?[-/.]\s?(?:0?[1-9]|[12]\d|3[01])|\d{1,2}[-/.]\d{1,2}[-/.](?:\d{4}|\d{2}))(?![\d])/;
 
 function hasMoney(s: string): boolean {
   if (MONEY_NEAR.test(s)) return true;
@@ -1468,7 +1471,11 @@ function* layoutSteps(segments: { text: string; source: CodeFoundIn }[], html: s
   // A number set apart (or labelled) that an identifier word introduces makes the mail an order, parcel or
   // invoice mail: nothing in it is taken.
   if (seen.some((s) => s.decoy && (s.ownLine || s.source === 'subject' || s.labelled))) return null;
-  const penalty = (PERCENT_NEAR.test(`${subject}\n${bodyText}`) ? 3 : 0) + (body.some((s) => s.text.length > LAYOUT_SHORT_BODY) ? 1 : 0);
+  // A date in a mail that names no validity: a booking, an appointment, an invoice's due date, points that expire.
+  const penalty =
+    (PERCENT_NEAR.test(`${subject}\n${bodyText}`) ? 3 : 0) +
+    (body.some((s) => s.text.length > LAYOUT_SHORT_BODY) ? 1 : 0) +
+    (!valid && DATE_NEAR.test(bodyText) ? 2 : 0);
 
   // Three numbers or more each alone on its line: a list (backup codes, a table of figures), not one code; and a mail
   // of many numbers is a statement or a table, whatever its layout.
