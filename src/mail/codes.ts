@@ -1506,10 +1506,11 @@ function* layoutSteps(segments: { text: string; source: CodeFoundIn }[], html: s
     // In a subject, a code word anywhere labels the number ("820531 ni kodi yako ya kuingia").
     const near = all.some((s) => s.near);
     const labelled = all.some((s) => s.labelled || (s.source === 'subject' && s.near));
-    // The subject opens or closes with the number ("820531 is your code", "[Brand] 448201").
+    // The subject opens or closes with the number ("820531 is your code", "[Brand] 448201", "Mewngofnodi – 582013").
     const leads =
       subject.length <= 80 &&
-      (new RegExp(`^\\W{0,2}${code}(?![A-Za-z0-9])`).test(subject) || new RegExp(`^(?:\\[[^\\]]{1,40}\\]|\\p{L}+:)\\s*${code}\\W{0,2}$`, 'u').test(subject));
+      (new RegExp(`^\\W{0,2}${code}(?![A-Za-z0-9])`).test(subject) ||
+        new RegExp(`^(?:\\[[^\\]]{1,40}\\]|\\p{L}+:|[^\\d]{1,60}\\s[:|\\-–—])\\s*${code}\\W{0,2}$`, 'u').test(subject));
     // Alone on its line under a line that ends with a colon ("Enter this number to continue:").
     const introduced = all.some((s) => s.ownLine && s.introduced);
     // Used in a sentence with no code word before it, the number is a quantity ("we now have 48213 customers").
