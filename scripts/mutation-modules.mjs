@@ -59,6 +59,11 @@ export const modules = {
   },
   redemption: {
     mutate: ['src/accounts/redemptions-service.ts'],
-    testFiles: ['test/integration/accounts.test.ts', 'test/integration/security-auth.test.ts', 'test/integration/logs-events.test.ts'],
+    testFiles: [
+      'test/integration/redemption-admin.test.ts',
+      'test/integration/accounts.test.ts',
+      'test/integration/security-auth.test.ts',
+      'test/integration/logs-events.test.ts',
+    ],
   },
 };
