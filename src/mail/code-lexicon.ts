@@ -213,7 +213,7 @@ const SMALL_NUMBER = /(?<![\d\p{L}])(?:[1-9]|[1-5]\d|60)(?!\d)/gu;
 // minutu, minuto, minût, minuut; Yiddish מינוט, Dhivehi މިނިޓު) or of Arabic دقيقة (dakika, daqiqa, deqe, дақиқа), or
 // the Nguni stem -mizuzu; such
 // a stem, at most one short word away from a small number ("10 a minuto", "engu-10"), reads as a validity phrase.
-const MINUTE_STEM = '\\p{L}{0,3}(?:(?:min[uúūùûüi]t|d[ae]q[iīîe]|dak[iīe]k|mizuz|дақиқ|дакик|дәқиқ|מינוט|މިނިޓ)[\\p{L}\\p{M}]*)';
+const MINUTE_STEM = '\\p{L}{0,3}(?:(?:min[uúūùûüio]?t|d[ae]q[iīîe]|dak[iīe]k|mizuz|дақиқ|дакик|дәқиқ|מינוט|މިނިޓ)[\\p{L}\\p{M}]*)';
 const MINUTE_COGNATE_AFTER = new RegExp(`^(?:\\p{L}{1,3}\\s)?${MINUTE_STEM}`, 'u');
 const MINUTE_COGNATE_BEFORE = new RegExp(`(?<![\\p{L}\\p{M}])${MINUTE_STEM}(?:\\s\\p{L}{1,5})?[\\s-]*$`, 'u');
 

@@ -1330,8 +1330,16 @@ const PERCENT_NEAR = /\d\s?%|%\s?\d/;
 const DATE_NEAR =
   /(?<![\d.])(?:(?:19|20)\d{2}\s?[-/.]\s?(?:0?[1-9]|1[0-2])\s?[-/.]\s?(?:0?[1-9]|[12]\d|3[01])|\d{1,2}[-/.]\d{1,2}[-/.](?:\d{4}|\d{2}))(?![\d])/;
 
+// An amount in thousands beside a short currency word or abbreviation no list holds ("1 250 сом", "KSh 1,500", "12.500
+// Ft"): grouped by a comma or a dot, or by a space after one or two digits (a code split "482 913" is not an amount).
+const GROUPED = '(?:\\d{1,3}(?:[.,]\\d{3})+|\\d{1,2}(?:[ \\u00a0]\\d{3})+)';
+const GROUPED_AMOUNT = new RegExp(
+  `(?<![\\d.,])${GROUPED}(?![\\d.,])[ \\u00a0]?\\p{L}[\\p{L}'.]{0,3}(?![\\p{L}])|(?<![\\p{L}])\\p{L}[\\p{L}.]{0,3}[ \\u00a0]?${GROUPED}(?![\\d.,])`,
+  'u',
+);
+
 function hasMoney(s: string): boolean {
-  if (MONEY_NEAR.test(s)) return true;
+  if (MONEY_NEAR.test(s) || GROUPED_AMOUNT.test(s)) return true;
   for (const m of s.matchAll(CURRENCY_CODE_NEAR)) if (ISO_CURRENCIES.has((m[1] ?? m[2])!)) return true;
   return false;
 }
@@ -1530,8 +1538,8 @@ function* layoutSteps(segments: { text: string; source: CodeFoundIn }[], html: s
     // when a line ending in a colon or a code word introduces them in a mail with a validity phrase.
     if (digits >= 8 && !(valid && (introduced || labelled))) signs -= 2;
     if (inSentence) signs -= 2;
-    // Money in the mail (an order, an invoice, a gift card's code) costs 2; a payment's one-time code, labelled by a code
-    // word and given a validity, nothing.
+    // Money in the mail (a payment's code, or a top-up's reference that arrives within hours) costs 2; nothing for a
+    // number a code word labels. (A mail with money and no validity was never read this far.)
     if (money && !labelled) signs -= 2;
     const source = inBody
       ? (all.find((s) => s.source !== 'subject' && (s.ownLine || s.labelled))?.source ?? all.find((s) => s.source !== 'subject')!.source)
