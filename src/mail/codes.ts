@@ -1544,12 +1544,13 @@ function* layoutSteps(segments: { text: string; source: CodeFoundIn }[], html: s
     const source = inBody
       ? (all.find((s) => s.source !== 'subject' && (s.ownLine || s.labelled))?.source ?? all.find((s) => s.source !== 'subject')!.source)
       : 'subject';
-    scored.push({ code, signs, source, short: digits <= 6 && (valid || !inBody || labelled), subjectOnly: !inBody && leads });
+    scored.push({ code, signs, source, short: digits <= 6 && (valid || !inBody || labelled), subjectOnly: !inBody && leads && !/000$/.test(code) });
   }
   if (scored.length === 0) return null;
   // The mail's only number gains a sign when it is given only in the subject or a validity phrase names it.
   // Opening or closing the subject and in no other place of a mail that has no other number: an order, a parcel or a
-  // count in a subject is repeated in the body; a code the body refers to is not.
+  // count in a subject is repeated in the body; a code the body refers to is not. (A round number, "5000 free spins",
+  // is a promotion's.)
   const alone = scored.length === 1 && loose === 0;
   for (const s of scored) s.signs += (alone && s.short ? 1 : 0) + (alone && s.subjectOnly && !money ? 2 : 0) - penalty - (loose >= 2 ? 2 : 0);
   scored.sort((a, b) => b.signs - a.signs || (a.code < b.code ? -1 : 1));

@@ -242,6 +242,8 @@ describe('extractCode, third round of issue 27', () => {
     });
     expect(found).toMatchObject({ code: '407315', source: 'subject' });
     expect(extractCode({ subject: '12000 tapicha oipytyvõ', text: 'Ko ary 12000 tapicha oipytyvõ ñande rembiapópe. Aguyje!' })).toBeNull();
+    // A round number opening a promotion's subject is no code.
+    expect(extractCode({ subject: '5000 za bwereere zikulindiridde', text: 'Nyweza wano ozifune leero!\nTewerabira.' })).toBeNull();
     // Closing the subject after a dash, colon or bar counts as opening it.
     const cy = {
       subject: 'Mewngofnodi i Siop Fach – 582013',
