@@ -69,15 +69,18 @@ describe('layout', () => {
     await context.close();
   });
 
-  it("starts every page at the header's left edge, narrow window or wide", async () => {
+  it("starts every page at the header's left edge, narrow window or wide, in both languages", async () => {
     for (const width of [1280, 1800]) {
       const { page, context, problems } = await openConsole(browser, t.url, { viewport: { width, height: 900 } });
       await signIn(page, 'root', ROOT_PASSWORD);
-      const brand = await box(page.locator('.brand'));
-      for (const path of ['/', '/keys', '/playground', '/content', '/logs', '/account', '/admin/users', '/admin/logs']) {
-        await page.goto(path);
-        const h1 = await box(page.locator('main h1'));
-        expect(Math.abs(h1.x - brand.x), `${path} at ${width} px`).toBeLessThan(1);
+      for (const lang of LANGS) {
+        await setLanguage(page, lang);
+        const brand = await box(page.locator('.brand'));
+        for (const path of ['/', '/keys', '/playground', '/content', '/logs', '/account', '/admin/users', '/admin/logs']) {
+          await page.goto(path);
+          const h1 = await box(page.locator('main h1'));
+          expect(Math.abs(h1.x - brand.x), `${path} at ${width} px in ${lang}`).toBeLessThan(1);
+        }
       }
       expectNoProblems(problems);
       await context.close();
