@@ -5,7 +5,14 @@
 export const modules = {
   ledger: {
     mutate: ['src/accounts/ledger.ts', 'src/accounts/usage.ts'],
-    testFiles: ['test/unit/ledger-ops.test.ts', 'test/unit/usage-recorder.test.ts', 'test/integration/ledger.test.ts', 'test/integration/logs-events.test.ts'],
+    testFiles: [
+      'test/unit/ledger-ops.test.ts',
+      'test/unit/usage-recorder.test.ts',
+      'test/integration/ledger-edges.test.ts',
+      'test/integration/usage-recorder-rows.test.ts',
+      'test/integration/ledger.test.ts',
+      'test/integration/logs-events.test.ts',
+    ],
   },
   auth: {
     mutate: ['src/accounts/auth.ts', 'src/accounts/tokens.ts'],
