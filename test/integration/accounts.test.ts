@@ -236,6 +236,15 @@ describe('users (admin)', () => {
     expect((await admin.get('/api/user/abc')).status).toBe(400);
   });
 
+  it('a disabled user\'s right password is refused with 403 "User is disabled" and no session cookie', async () => {
+    const created = (await admin.post('/api/user/', { username: 'benched', password: 'benched-password' })).body.data;
+    expect((await admin.put('/api/user/', { id: created.id, status: 2 })).status).toBe(200);
+    const res = await new HttpClient(t.url).post('/api/user/login', { username: 'benched', password: 'benched-password' });
+    expect(res.status).toBe(403);
+    expect(res.body).toEqual({ success: false, message: 'User is disabled' });
+    expect(res.headers.getSetCookie().some((c) => c.startsWith('sy_session='))).toBe(false);
+  });
+
   it('an admin cannot change or delete root, or promote to admin', async () => {
     const rootId = (await t.root.get('/api/user/self')).body.data.id;
     expect((await admin.put(`/api/user/${rootId}`, { quota: 1 })).status).toBe(403);
