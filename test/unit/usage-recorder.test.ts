@@ -23,4 +23,16 @@ describe('UsageRecorder with Postgres away', () => {
     expect(tries).toBe(1);
     expect(warnings).toHaveLength(1);
   });
+
+  it("the one warning names the database's error and says the call joins its minute's aggregate", async () => {
+    const logged: { fields: unknown; msg: string }[] = [];
+    const log = { warn: (fields: unknown, msg: string) => logged.push({ fields, msg }) } as unknown as Logger;
+    const refused = new Error('connect ECONNREFUSED');
+    const db = { raw: () => Promise.reject(refused) } as unknown as Db;
+    const recorder = new UsageRecorder(db, log, 60, 60_000);
+    await recorder.record(7, 3, { type: 2 as const, userId: 7, tokenId: 3, tokenName: 'k', modelName: 'local-hash-v1', content: 'free' });
+    expect(logged).toHaveLength(1);
+    expect(logged[0]!.fields).toEqual({ err: refused });
+    expect(logged[0]!.msg).toMatch(/could not write a free call's log row; it joins its minute's aggregate/);
+  });
 });
