@@ -131,6 +131,15 @@ describe(`the login limiter (here: ${LOGIN.LOGIN_MAX_FAILURES_PER_USER} failures
     expect((await login('root', ROOT_PASSWORD, '198.18.3.2')).status).toBe(200);
   });
 
+  it("a good login clears that address's failures for the user: 9 wrong, the right one, then 10 wrong again are all 401, the next 429", async () => {
+    await user('clears-its-count');
+    const from = '198.18.9.1';
+    for (let i = 0; i < 9; i++) expect((await login('clears-its-count', `wrong-${i}`, from)).status).toBe(401);
+    expect((await login('clears-its-count', 'clears-its-count-password', from)).status).toBe(200);
+    for (let i = 0; i < 10; i++) expect((await login('clears-its-count', `again-${i}`, from)).status).toBe(401);
+    expect((await login('clears-its-count', 'again-last', from)).status).toBe(429);
+  });
+
   it('guesses from many addresses past the per-username limit: addresses that failed wait, the owner still gets in from a clean address', async () => {
     await user('botnet-victim');
     const perUser = LOGIN.LOGIN_MAX_FAILURES_PER_USER;
