@@ -26,7 +26,7 @@ describe('the playground', () => {
     await signIn(page, 'root', ROOT_PASSWORD);
     await page.locator('#site-nav').getByRole('link', { name: 'Playground' }).click();
     // The picker says that a key made here expires, and the key made does, in 24 hours.
-    expect(await page.getByText('expires by itself after 24 hours').count()).toBe(1);
+    await expect.poll(() => page.getByText('expires by itself after 24 hours').count()).toBe(1);
     await page.getByRole('button', { name: 'Make a temporary key' }).click();
     await expect.poll(async () => (await tokens()).length).toBe(1);
     const [made] = await tokens();
