@@ -1,4 +1,5 @@
 // A closed-loop HTTP load generator: N connections, each sending its next request when the last answers.
+import fs from 'node:fs';
 import http from 'node:http';
 
 export interface LoadResult {
@@ -91,4 +92,14 @@ export async function load(opts: LoadOptions): Promise<LoadResult> {
     p99: percentile(latencies, 99),
     statuses,
   };
+}
+
+/** A process's CPU time so far (user + system), in ms. */
+export function cpuMs(pid: number): number {
+  const fields = fs
+    .readFileSync(`/proc/${pid}/stat`, 'utf8')
+    .replace(/^.*\) /, '')
+    .split(' ');
+  // After "pid (comm) ": state is field 3, so utime (14) and stime (15) are at 11 and 12 here; clock ticks of 10 ms.
+  return (Number(fields[11]) + Number(fields[12])) * 10;
 }

@@ -2,12 +2,11 @@
 // type, its fake upstream (test/helpers, in the bench process) answering 1536-dimension vectors, 16 connections, unique
 // inputs (no cache hits); the API process's CPU time (user + system, /proc) per call. The calls differ only in the
 // adapter (how the request is built and the answer read), so the figures compare the adapters.
-import fs from 'node:fs';
 import { FakeAzure } from '../test/helpers/fake-azure.js';
 import { FakeCohere } from '../test/helpers/fake-cohere.js';
 import { FakeGemini } from '../test/helpers/fake-gemini.js';
 import { FakeOpenAI } from '../test/helpers/fake-openai.js';
-import { load } from './load.js';
+import { cpuMs, load } from './load.js';
 
 export interface ProvidersBenchContext {
   B: string;
@@ -17,16 +16,6 @@ export interface ProvidersBenchContext {
   seconds: number;
   report: (f: { name: string; value: number; unit: string; baseline?: number; ratio?: number; goal: string; pass: boolean; note?: string }) => void;
   log: (msg: string) => void;
-}
-
-/** A process's CPU time so far (user + system), in ms. */
-function cpuMs(pid: number): number {
-  const fields = fs
-    .readFileSync(`/proc/${pid}/stat`, 'utf8')
-    .replace(/^.*\) /, '')
-    .split(' ');
-  // After "pid (comm) ": state is field 3, so utime (14) and stime (15) are at 11 and 12 here; clock ticks of 10 ms.
-  return (Number(fields[11]) + Number(fields[12])) * 10;
 }
 
 interface Fake {

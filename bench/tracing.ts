@@ -3,10 +3,9 @@
 // one request in ten, all started here with the same settings and their own queue prefixes, in alternated rounds of
 // the same run (issue 29, section 2).
 import type { ChildProcess } from 'node:child_process';
-import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { load } from './load.js';
+import { cpuMs, load } from './load.js';
 
 /** Traces off; on, every request sampled; on, one in ten. */
 const CONFIGS = ['off', 'on', 'sampled'] as const;
@@ -24,15 +23,6 @@ export interface TracingBenchContext {
   waitHttp: (url: string) => Promise<void>;
   report: (f: { name: string; value: number; unit: string; baseline?: number; ratio?: number; goal: string; pass: boolean; note?: string }) => void;
   log: (msg: string) => void;
-}
-
-/** A process's CPU time so far (user + system), in ms (clock ticks of 10 ms). */
-function cpuMs(pid: number): number {
-  const fields = fs
-    .readFileSync(`/proc/${pid}/stat`, 'utf8')
-    .replace(/^.*\) /, '')
-    .split(' ');
-  return (Number(fields[11]) + Number(fields[12])) * 10;
 }
 
 /** An OTLP/HTTP endpoint that takes every export and keeps only its size: the collector's side costs nothing here. */
